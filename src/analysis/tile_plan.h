@@ -1,0 +1,66 @@
+/* tile_plan.h — the tile plan: for each query tile (rows regrouped so a tile shares
+ * stride and phase) a short list of key runs over gathered keys, each marked as
+ * needing a per-element predicate or not. This is what kernels iterate over. */
+#ifndef SPLAT_ANALYSIS_TILE_PLAN_H
+#define SPLAT_ANALYSIS_TILE_PLAN_H
+
+#include <stdint.h>
+
+#include "analysis/acsr.h"
+
+/* A group of keys: the lattice key(g) = phase + (g / width) * stride + g % width over
+ * gathered indices g >= 0. A segment {o, d, n, w} belongs to group
+ * (o mod d, d, w); contiguous segments belong to (0, 1, 1), whose key(g) = g. */
+typedef struct splat__key_group {
+  int32_t phase, stride, width;
+} splat__key_group;
+
+/* A run of key tiles: gathered indices [base, base + ntiles * tile_k) of one group,
+ * cut into tiles of tile_k. Keys past seq_k or outside the mask only occur in
+ * predicated runs. */
+typedef struct splat__key_run {
+  splat__key_group group;
+  int32_t base;
+  int32_t ntiles;
+  /* 0: every (row, key) of the run is in the mask, for every row of the tile.
+   * 1: element (row, key) counts iff key is in one of the row's segments of this
+   *    run's group. */
+  int32_t predicate;
+} splat__key_run;
+
+typedef struct splat__query_tile {
+  int64_t row_begin;  /* first position in permuted row order */
+  int32_t nrows;      /* 1..tile_q rows, all of one (stride, phase) class */
+  int64_t run_begin;  /* runs[run_begin .. run_begin + nruns) */
+  int32_t nruns;
+} splat__query_tile;
+
+typedef struct splat__tile_plan {
+  int tile_q, tile_k;
+  /* perm[p] = original row at permuted position p ([seq_q]); regular rows come first
+   * (positions [0, regular_rows)), irregular rows after. Identity when !permuted. */
+  int32_t *perm;
+  int permuted;
+  int64_t regular_rows;
+  splat__query_tile *tiles;
+  int64_t ntiles;
+  splat__key_run *runs;
+  int64_t nruns;
+  int64_t full_tiles, predicated_tiles;
+  int64_t computed;   /* sum over key tiles of tile_q * tile_k */
+} splat__tile_plan;
+
+/* Key of gathered index g in group grp. */
+static inline int64_t splat__group_key(splat__key_group grp, int64_t g) {
+  return grp.phase + (g / grp.width) * grp.stride + g % grp.width;
+}
+/* Group a segment belongs to. */
+splat__key_group splat__segment_group(splat__segment s);
+
+/* Builds the plan over the regular rows of a, choosing between identity order and
+ * rows regrouped by (stride, phase) by the smaller computed work. */
+splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k,
+                                    splat__tile_plan *out);
+void splat__tile_plan_free(splat__tile_plan *t);
+
+#endif

@@ -1,0 +1,92 @@
+/* context.c — contexts (backend choice, thread count), the environment query and
+ * splat_last_error. */
+#include "core/context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda/driver.h"
+
+/* Worker threads of a default CPU context: $SPLAT_NUM_THREADS, else online cores. */
+static int default_threads(void) {
+  const char *env = getenv("SPLAT_NUM_THREADS");
+  if (env && *env) {
+    char *end = NULL;
+    long n = strtol(env, &end, 10);
+    if (end && *end == '\0' && n >= 1 && n <= 1024) return (int)n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+}
+
+const char *splat_last_error(const splat_context *ctx) {
+  return ctx ? ctx->error : splat__thread_error();
+}
+
+splat_status splat_environment_query(splat_environment *out, char *why_not_cuda, size_t cap) {
+  if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_environment_query: out is NULL");
+  memset(out, 0, sizeof *out);
+  out->cpu_threads = default_threads();
+  char local[512];
+  if (splat__cuda_probe(out, local, sizeof local) != SPLAT_OK) {
+    if (why_not_cuda && cap) snprintf(why_not_cuda, cap, "%s", local);
+  } else if (why_not_cuda && cap) {
+    why_not_cuda[0] = '\0';
+  }
+  return SPLAT_OK;
+}
+
+splat_status splat_context_create(const splat_context_options *options, splat_context **out) {
+  if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_context_create: out is NULL");
+  *out = NULL;
+  splat_context_options opt = {SPLAT_BACKEND_AUTO, 0, 0};
+  if (options) opt = *options;
+  if (opt.backend != SPLAT_BACKEND_AUTO && opt.backend != SPLAT_BACKEND_CPU &&
+      opt.backend != SPLAT_BACKEND_CUDA) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "splat_context_create: backend=%d is not a splat_backend value",
+                       (int)opt.backend);
+  }
+  if (opt.num_threads < 0 || opt.num_threads > 1024) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "splat_context_create: num_threads=%d must be in 0..1024 (0 = default)",
+                       opt.num_threads);
+  }
+  if (opt.device < 0) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_context_create: device=%d must be >= 0",
+                       opt.device);
+  }
+  splat_backend backend = SPLAT_BACKEND_CPU;
+  if (opt.backend == SPLAT_BACKEND_CUDA) {
+    splat_environment env;
+    memset(&env, 0, sizeof env);
+    splat_status st = splat__cuda_probe(&env, NULL, 0);
+    if (st != SPLAT_OK) return st;
+    if (opt.device >= env.cuda_devices) {
+      return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                         "splat_context_create: device=%d but only %d CUDA device(s) exist",
+                         opt.device, env.cuda_devices);
+    }
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "splat_context_create: the CUDA backend's kernels are not part of this "
+                       "build yet (found %s, sm_%d%d); use SPLAT_BACKEND_CPU or AUTO",
+                       env.device_name, env.device_cc_major, env.device_cc_minor);
+  }
+  splat_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_context_create: out of memory");
+  ctx->backend = backend;
+  ctx->device = opt.device;
+  ctx->num_threads = opt.num_threads ? opt.num_threads : default_threads();
+  *out = ctx;
+  return SPLAT_OK;
+}
+
+void splat_context_destroy(splat_context *ctx) {
+  free(ctx);
+}
+
+splat_backend splat_context_backend(const splat_context *ctx) {
+  return ctx ? ctx->backend : SPLAT_BACKEND_CPU;
+}

@@ -1,0 +1,25 @@
+/* context.h — the structures behind the context and plan handles. */
+#ifndef SPLAT_CORE_CONTEXT_H
+#define SPLAT_CORE_CONTEXT_H
+
+#include "analysis/acsr.h"
+#include "analysis/tile_plan.h"
+#include "core/error.h"
+
+struct splat_context {
+  splat_backend backend; /* CPU or CUDA, never AUTO */
+  int device;
+  int num_threads;
+  char error[SPLAT__ERROR_CAP];
+};
+
+struct splat_plan {
+  splat_context *ctx;
+  splat_plan_desc desc; /* with defaults filled in */
+  int64_t seq_q, seq_k;
+  splat__acsr acsr;
+  splat__tile_plan tiles;
+  splat_report report;
+};
+
+#endif

@@ -1,0 +1,27 @@
+/* error.c — the thread-local last-error message, and copying it into a context. */
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char thread_message[SPLAT__ERROR_CAP];
+
+splat_status splat__fail(splat_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(thread_message, sizeof thread_message, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+const char *splat__thread_error(void) {
+  return thread_message;
+}
+
+splat_status splat__capture(char *ctx_message, splat_status status) {
+  if (status != SPLAT_OK && ctx_message) {
+    snprintf(ctx_message, SPLAT__ERROR_CAP, "%s", thread_message);
+  }
+  return status;
+}

@@ -1,0 +1,146 @@
+/* ops.c — the public operations: validate every argument against the plan, resolve
+ * the scale, then dispatch to the context's backend. */
+#include <math.h>
+
+#include "core/context.h"
+#include "core/validate.h"
+#include "cpu/cpu.h"
+
+/* Shapes a plan expects. */
+typedef struct op_shapes {
+  int64_t q[4], kv[4], values[4], lse[4];
+} op_shapes;
+
+static op_shapes shapes_of(const splat_plan *p) {
+  const splat_plan_desc *d = &p->desc;
+  op_shapes s = {{d->batch, d->heads, p->seq_q, d->head_dim},
+                 {d->batch, d->heads_kv, p->seq_k, d->head_dim},
+                 {d->batch, d->heads, p->seq_q, p->acsr.width},
+                 {d->batch, d->heads, p->seq_q, 1}};
+  return s;
+}
+
+/* Resolves SPLAT_DEFAULT_SCALE and rejects non-finite scales. */
+static splat_status resolve_scale(const char *fn, const splat_plan *p, float scale,
+                                  int allow_default, double *out) {
+  if (!isfinite(scale)) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: scale=%g must be finite", fn,
+                       (double)scale);
+  }
+  *out = (allow_default && scale == SPLAT_DEFAULT_SCALE) ? 1.0 / sqrt((double)p->desc.head_dim)
+                                                         : (double)scale;
+  return SPLAT_OK;
+}
+
+#define TRY(expr)                    \
+  do {                               \
+    splat_status st_ = (expr);       \
+    if (st_ != SPLAT_OK) return st_; \
+  } while (0)
+
+/* The CPU backend is the only one in this build (contexts never hold another), so the
+ * operations call it directly. */
+
+static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                          float scale, const splat_tensor *scores) {
+  static const char *fn = "splat_sddmm";
+  op_shapes s = shapes_of(plan);
+  int dt = (int)plan->desc.dtype;
+  double sc;
+  TRY(splat__check_tensor(fn, "q", q, s.q, dt, 0));
+  TRY(splat__check_tensor(fn, "k", k, s.kv, dt, 0));
+  TRY(splat__check_tensor(fn, "scores", scores, s.values, SPLAT__DTYPE_ANY, 1));
+  TRY(splat__check_disjoint(fn, "scores", scores, "q", q));
+  TRY(splat__check_disjoint(fn, "scores", scores, "k", k));
+  TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  return splat__cpu_sddmm(plan, q, k, sc, scores);
+}
+
+static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float scale,
+                            const splat_tensor *probs, const splat_tensor *lse) {
+  static const char *fn = "splat_softmax";
+  op_shapes s = shapes_of(plan);
+  double sc;
+  TRY(splat__check_tensor(fn, "scores", scores, s.values, SPLAT__DTYPE_ANY, 0));
+  TRY(splat__check_tensor(fn, "probs", probs, s.values, SPLAT__DTYPE_ANY, 1));
+  if (!splat__same_tensor(probs, scores)) {
+    TRY(splat__check_disjoint(fn, "probs", probs, "scores", scores));
+  }
+  if (lse) {
+    TRY(splat__check_tensor(fn, "lse", lse, s.lse, SPLAT_F32, 1));
+    TRY(splat__check_disjoint(fn, "lse", lse, "scores", scores));
+    TRY(splat__check_disjoint(fn, "lse", lse, "probs", probs));
+  }
+  TRY(resolve_scale(fn, plan, scale, 0, &sc));
+  return splat__cpu_softmax(plan, scores, sc, probs, lse);
+}
+
+static splat_status spmm(splat_plan *plan, const splat_tensor *probs, const splat_tensor *v,
+                         const splat_tensor *out) {
+  static const char *fn = "splat_spmm";
+  op_shapes s = shapes_of(plan);
+  int dt = (int)plan->desc.dtype;
+  TRY(splat__check_tensor(fn, "probs", probs, s.values, SPLAT__DTYPE_ANY, 0));
+  TRY(splat__check_tensor(fn, "v", v, s.kv, dt, 0));
+  TRY(splat__check_tensor(fn, "out", out, s.q, dt, 1));
+  TRY(splat__check_disjoint(fn, "out", out, "probs", probs));
+  TRY(splat__check_disjoint(fn, "out", out, "v", v));
+  return splat__cpu_spmm(plan, probs, v, out);
+}
+
+static splat_status attention(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                              const splat_tensor *v, float scale, const splat_tensor *out,
+                              const splat_tensor *lse) {
+  static const char *fn = "splat_attention";
+  op_shapes s = shapes_of(plan);
+  int dt = (int)plan->desc.dtype;
+  double sc;
+  TRY(splat__check_tensor(fn, "q", q, s.q, dt, 0));
+  TRY(splat__check_tensor(fn, "k", k, s.kv, dt, 0));
+  TRY(splat__check_tensor(fn, "v", v, s.kv, dt, 0));
+  TRY(splat__check_tensor(fn, "out", out, s.q, dt, 1));
+  TRY(splat__check_disjoint(fn, "out", out, "q", q));
+  TRY(splat__check_disjoint(fn, "out", out, "k", k));
+  TRY(splat__check_disjoint(fn, "out", out, "v", v));
+  if (lse) {
+    TRY(splat__check_tensor(fn, "lse", lse, s.lse, SPLAT_F32, 1));
+    TRY(splat__check_disjoint(fn, "lse", lse, "q", q));
+    TRY(splat__check_disjoint(fn, "lse", lse, "k", k));
+    TRY(splat__check_disjoint(fn, "lse", lse, "v", v));
+    TRY(splat__check_disjoint(fn, "lse", lse, "out", out));
+  }
+  TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  return splat__cpu_attention(plan, q, k, v, sc, out, lse);
+}
+
+/* Public entry points: a NULL plan fails on the thread; anything else is also
+ * recorded on the plan's context. */
+splat_status splat_sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                         float scale, const splat_tensor *scores, splat_stream stream) {
+  (void)stream;
+  if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_sddmm: plan is NULL");
+  return splat__capture(plan->ctx->error, sddmm(plan, q, k, scale, scores));
+}
+
+splat_status splat_softmax(splat_plan *plan, const splat_tensor *scores, float scale,
+                           const splat_tensor *probs, const splat_tensor *lse,
+                           splat_stream stream) {
+  (void)stream;
+  if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_softmax: plan is NULL");
+  return splat__capture(plan->ctx->error, softmax(plan, scores, scale, probs, lse));
+}
+
+splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs, const splat_tensor *v,
+                        const splat_tensor *out, splat_stream stream) {
+  (void)stream;
+  if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_spmm: plan is NULL");
+  return splat__capture(plan->ctx->error, spmm(plan, probs, v, out));
+}
+
+splat_status splat_attention(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                             const splat_tensor *v, float scale, const splat_tensor *out,
+                             const splat_tensor *lse, splat_stream stream) {
+  (void)stream;
+  if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_attention: plan is NULL");
+  return splat__capture(plan->ctx->error, attention(plan, q, k, v, scale, out, lse));
+}

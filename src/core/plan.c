@@ -1,0 +1,124 @@
+/* plan.c — plan creation: validates the description, runs the analysis (ACSR, tile
+ * plan, report) once, and keeps what the operations need. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/report.h"
+#include "core/context.h"
+#include "core/timer.h"
+
+#define DEFAULT_TILE 128
+#define MAX_TILE 1024
+
+static splat_status check_desc(const splat_plan_desc *d) {
+  static const char *fn = "splat_plan_create";
+  if (d->batch < 1 || d->batch > ((int64_t)1 << 31)) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: batch=%lld must be in 1..2^31", fn,
+                       (long long)d->batch);
+  }
+  if (d->heads < 1 || d->heads > 65536) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: heads=%lld must be in 1..65536", fn,
+                       (long long)d->heads);
+  }
+  if (d->heads_kv < 0 || (d->heads_kv > 0 && d->heads % d->heads_kv != 0)) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: heads_kv=%lld must divide heads=%lld (or be 0 for heads_kv = heads)",
+                       fn, (long long)d->heads_kv, (long long)d->heads);
+  }
+  if (d->head_dim < 1 || d->head_dim > SPLAT_MAX_HEAD_DIM) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: head_dim=%lld must be in 1..%d", fn,
+                       (long long)d->head_dim, SPLAT_MAX_HEAD_DIM);
+  }
+  if (!splat_dtype_name(d->dtype)) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: dtype=%d is not a splat_dtype value", fn,
+                       (int)d->dtype);
+  }
+  if (d->tile_q < 0 || d->tile_q > MAX_TILE || d->tile_k < 0 || d->tile_k > MAX_TILE) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: tile %dx%d: tile sizes must be in 1..%d (0 = %d)", fn, d->tile_q,
+                       d->tile_k, MAX_TILE, DEFAULT_TILE);
+  }
+  if (d->max_segments < 0 || d->max_segments > SPLAT_MAX_SEGMENTS) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: max_segments=%d must be in 0..%d", fn,
+                       d->max_segments, SPLAT_MAX_SEGMENTS);
+  }
+  return SPLAT_OK;
+}
+
+/* Builds the analysis of a plan; on failure everything built so far is freed. */
+static splat_status analyse(splat_plan *plan, const splat_pattern *pattern) {
+  double t0 = splat__now_ms();
+  splat_status st = splat__acsr_build(pattern, plan->desc.max_segments, &plan->acsr);
+  if (st != SPLAT_OK) return st;
+  double t1 = splat__now_ms();
+  st = splat__tile_plan_build(&plan->acsr, plan->desc.tile_q, plan->desc.tile_k, &plan->tiles);
+  if (st != SPLAT_OK) {
+    splat__acsr_free(&plan->acsr);
+    return st;
+  }
+  double t2 = splat__now_ms();
+  st = splat__report_build(&plan->acsr, &plan->tiles, &plan->report);
+  if (st != SPLAT_OK) {
+    splat__tile_plan_free(&plan->tiles);
+    splat__acsr_free(&plan->acsr);
+    return st;
+  }
+  plan->report.analysis_ms = t1 - t0;
+  plan->report.plan_ms = t2 - t1;
+  return SPLAT_OK;
+}
+
+splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
+                               const splat_plan_desc *desc, splat_plan **out) {
+  if (out) *out = NULL;
+  if (!ctx) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_plan_create: ctx is NULL");
+  if (!pattern || !desc || !out) {
+    splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_plan_create: %s is NULL",
+                !pattern ? "pattern"
+                : !desc  ? "desc"
+                         : "out");
+    return splat__capture(ctx->error, SPLAT_ERR_INVALID_ARGUMENT);
+  }
+  splat_status st = check_desc(desc);
+  if (st != SPLAT_OK) return splat__capture(ctx->error, st);
+  splat_plan *plan = calloc(1, sizeof *plan);
+  if (!plan) {
+    splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+    return splat__capture(ctx->error, SPLAT_ERR_OUT_OF_MEMORY);
+  }
+  plan->ctx = ctx;
+  plan->desc = *desc;
+  if (!plan->desc.heads_kv) plan->desc.heads_kv = desc->heads;
+  if (!plan->desc.tile_q) plan->desc.tile_q = DEFAULT_TILE;
+  if (!plan->desc.tile_k) plan->desc.tile_k = DEFAULT_TILE;
+  if (!plan->desc.max_segments) plan->desc.max_segments = SPLAT_MAX_SEGMENTS;
+  plan->seq_q = splat_pattern_seq_q(pattern);
+  plan->seq_k = splat_pattern_seq_k(pattern);
+  st = analyse(plan, pattern);
+  if (st != SPLAT_OK) {
+    free(plan);
+    return splat__capture(ctx->error, st);
+  }
+  *out = plan;
+  return SPLAT_OK;
+}
+
+void splat_plan_destroy(splat_plan *plan) {
+  if (!plan) return;
+  splat__tile_plan_free(&plan->tiles);
+  splat__acsr_free(&plan->acsr);
+  free(plan);
+}
+
+splat_status splat_plan_report(const splat_plan *plan, splat_report *out) {
+  if (!plan || !out) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_plan_report: %s is NULL",
+                       plan ? "out" : "plan");
+  }
+  *out = plan->report;
+  return SPLAT_OK;
+}
+
+int64_t splat_plan_row_width(const splat_plan *plan) {
+  return plan ? plan->acsr.width : 0;
+}

@@ -1,0 +1,479 @@
+/* splat.c — the splat command: analyze a pattern, run attention on a built-in
+ * default and check it against a dense float64 reference, and report the
+ * environment. Uses the public API, plus the library's dtype conversions. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/dtype.h"
+#include "splat.h"
+
+static const char *usage_main =
+    "usage: splat <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  analyze SPEC --seq N   analyse a pattern: report and a picture of the mask\n"
+    "  run                    run attention on a built-in default and check it\n"
+    "  env                    which backends exist here, and why not\n"
+    "  version                print the version\n"
+    "\n"
+    "`splat <command> --help` describes each command. Pattern grammar: docs/patterns.md.\n";
+
+static const char *usage_analyze =
+    "usage: splat analyze SPEC --seq N [options]\n"
+    "\n"
+    "Analyses the pattern SPEC (e.g. \"longformer(256,64)\", \"window(128) | global(4)\",\n"
+    "'mask(\"m.npy\")') into ACSR and a tile plan, and prints the report.\n"
+    "\n"
+    "options:\n"
+    "  --seq N           query rows (required unless SPEC is a single mask(...))\n"
+    "  --seq-k M         key columns (default: N)\n"
+    "  --tile QxK        tile shape of the plan (default 128x128)\n"
+    "  --max-segments K  affine segments per row before a row is irregular (1..8, default 8)\n"
+    "  --json            print the report as one JSON object\n"
+    "  --no-picture      omit the ASCII picture of the mask\n";
+
+static const char *usage_run =
+    "usage: splat run [options]\n"
+    "\n"
+    "Runs fused sparse attention on random inputs with the best available backend, times\n"
+    "it, and checks it against a dense float64 reference.\n"
+    "\n"
+    "options (defaults in brackets):\n"
+    "  --spec SPEC       pattern [longformer(128,32)]\n"
+    "  --seq N           sequence length [2048]\n"
+    "  --batch B         [2]\n"
+    "  --heads H         [4]\n"
+    "  --head-dim D      [64]\n"
+    "  --dtype T         f32, f16 or bf16 [bf16]\n"
+    "  --backend X       auto, cpu or cuda [auto]\n"
+    "  --threads N       CPU threads [all cores]\n"
+    "  --repeat R        timed repetitions, median reported [3]\n"
+    "  --seed S          input seed [1]\n";
+
+static const char *usage_env =
+    "usage: splat env\n"
+    "\n"
+    "Prints the version, the CPU threads a default context uses, and whether the CUDA\n"
+    "driver, a GPU and NVRTC were found (and if not, why).\n";
+
+/* Prints the last error of a failed call and returns the exit code 1. */
+static int fail(const char *what, splat_status st, const splat_context *ctx) {
+  fprintf(stderr, "splat: %s failed: %s: %s\n", what, splat_status_name(st), splat_last_error(ctx));
+  return 1;
+}
+
+/* Parses a positive integer option value; prints an error and returns 0 on failure. */
+static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out) {
+  char *end = NULL;
+  long long v = text ? strtoll(text, &end, 10) : 0;
+  if (!text || !*text || *end || v < lo || v > hi) {
+    fprintf(stderr, "splat: %s expects an integer in %lld..%lld, got '%s'\n", opt, (long long)lo,
+            (long long)hi, text ? text : "");
+    return 0;
+  }
+  *out = v;
+  return 1;
+}
+
+static int wants_help(int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ analyze */
+
+/* Prints up to 32 x 64 cells of the mask; each cell shows the fraction of its
+ * elements in the mask over up to 8 sampled rows: ' ' none, '.' < 1/3, ':' < 1, '#' all. */
+static int print_picture(const splat_pattern *p) {
+  enum { MAX_ROWS = 32, MAX_COLS = 64, SAMPLES = 8 };
+  int64_t sq = splat_pattern_seq_q(p), sk = splat_pattern_seq_k(p);
+  int rows = sq < MAX_ROWS ? (int)sq : MAX_ROWS, cols = sk < MAX_COLS ? (int)sk : MAX_COLS;
+  int64_t *buf = malloc((size_t)sk * sizeof *buf);
+  int64_t *hits = malloc((size_t)cols * sizeof *hits);
+  if (!buf || !hits) {
+    free(buf);
+    free(hits);
+    fprintf(stderr, "splat: out of memory drawing the picture\n");
+    return 1;
+  }
+  printf("mask (%d x %d cells over %lld x %lld):\n", rows, cols, (long long)sq, (long long)sk);
+  for (int r = 0; r < rows; r++) {
+    int64_t r0 = r * sq / rows, r1 = (r + 1) * sq / rows;
+    int64_t nsample = r1 - r0 < SAMPLES ? r1 - r0 : SAMPLES;
+    memset(hits, 0, (size_t)cols * sizeof *hits);
+    for (int64_t s = 0; s < nsample; s++) {
+      int64_t row = r0 + s * (r1 - r0) / nsample, n = 0;
+      if (splat_pattern_row(p, row, buf, sk, &n) != SPLAT_OK) {
+        free(buf);
+        free(hits);
+        return fail("splat_pattern_row", SPLAT_ERR_INTERNAL, NULL);
+      }
+      for (int64_t t = 0; t < n; t++) hits[buf[t] * cols / sk]++;
+    }
+    putchar('|');
+    for (int c = 0; c < cols; c++) {
+      int64_t c0 = c * sk / cols, c1 = (c + 1) * sk / cols;
+      int64_t cells = (c1 - c0) * nsample;
+      putchar(hits[c] == 0 ? ' ' : hits[c] == cells ? '#' : 3 * hits[c] < cells ? '.' : ':');
+    }
+    printf("|\n");
+  }
+  free(buf);
+  free(hits);
+  return 0;
+}
+
+static int cmd_analyze(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    fputs(usage_analyze, stdout);
+    return 0;
+  }
+  const char *spec = NULL;
+  int64_t seq = 0, seq_k = 0, tq = 0, tk = 0, kseg = 0;
+  int json = 0, picture = 1;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--seq")) {
+      if (!parse_int(a, v, 1, (int64_t)1 << 30, &seq)) return 2;
+      i++;
+    } else if (!strcmp(a, "--seq-k")) {
+      if (!parse_int(a, v, 1, (int64_t)1 << 30, &seq_k)) return 2;
+      i++;
+    } else if (!strcmp(a, "--tile")) {
+      char *x = v ? strchr(v, 'x') : NULL;
+      if (!x) {
+        fprintf(stderr, "splat: --tile expects QxK, e.g. 128x128, got '%s'\n", v ? v : "");
+        return 2;
+      }
+      *x = '\0';
+      if (!parse_int("--tile Q", v, 1, 1024, &tq) || !parse_int("--tile K", x + 1, 1, 1024, &tk))
+        return 2;
+      i++;
+    } else if (!strcmp(a, "--max-segments")) {
+      if (!parse_int(a, v, 1, SPLAT_MAX_SEGMENTS, &kseg)) return 2;
+      i++;
+    } else if (!strcmp(a, "--json")) {
+      json = 1;
+    } else if (!strcmp(a, "--no-picture")) {
+      picture = 0;
+    } else if (a[0] == '-' && a[1] == '-') {
+      fprintf(stderr, "splat analyze: unknown option '%s' (see splat analyze --help)\n", a);
+      return 2;
+    } else if (!spec) {
+      spec = a;
+    } else {
+      fprintf(stderr, "splat analyze: unexpected argument '%s' (quote the spec)\n", a);
+      return 2;
+    }
+  }
+  if (!spec) {
+    fprintf(stderr, "splat analyze: missing SPEC\n\n%s", usage_analyze);
+    return 2;
+  }
+  if (!seq) {
+    fprintf(stderr, "splat analyze: missing --seq N\n");
+    return 2;
+  }
+  splat_pattern *p = NULL;
+  splat_status st = splat_pattern_parse(spec, seq, seq_k, &p);
+  if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
+  splat_report rep;
+  st = splat_analyze(p, (int)tq, (int)tk, (int)kseg, &rep);
+  if (st != SPLAT_OK) {
+    splat_pattern_destroy(p);
+    return fail("splat_analyze", st, NULL);
+  }
+  size_t len = 0;
+  splat_report_format(&rep, json, NULL, 0, &len);
+  char *text = malloc(len + 1);
+  int rc = 0;
+  if (!text) {
+    fprintf(stderr, "splat: out of memory\n");
+    rc = 1;
+  } else {
+    splat_report_format(&rep, json, text, len + 1, NULL);
+    if (json) {
+      printf("%s\n", text);
+    } else {
+      printf("pattern: %s\n%s\n", splat_pattern_spec(p), text);
+      if (picture) rc = print_picture(p);
+    }
+  }
+  free(text);
+  splat_pattern_destroy(p);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ run */
+
+typedef struct run_options {
+  const char *spec;
+  int64_t seq, batch, heads, head_dim, threads, repeat, seed;
+  splat_dtype dtype;
+  splat_backend backend;
+} run_options;
+
+/* xorshift64* in [-1, 1). */
+static double next_uniform(uint64_t *s) {
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return (double)((*s * 2685821657736338717ULL) >> 11) * 0x1.0p-52 - 1.0;
+}
+
+/* Dense float64 reference for one (b, h) slice of contiguous [B,H,S,D] tensors:
+ * scores over every key, masked by the pattern's row sets. Returns max |out - ref|
+ * and the largest |ref|. */
+static void reference_slice(const run_options *o, const splat_pattern *p, const void *q,
+                            const void *k, const void *v, const void *out, int64_t b, int64_t h,
+                            double scale, double *max_err, double *max_ref) {
+  int64_t S = o->seq, D = o->head_dim, base = (b * o->heads + h) * S * D;
+  double *s = malloc((size_t)S * sizeof *s);
+  int64_t *cols = malloc((size_t)S * sizeof *cols);
+  unsigned char *in_mask = malloc((size_t)S);
+  for (int64_t i = 0; s && cols && in_mask && i < S; i++) {
+    int64_t n = 0;
+    splat_pattern_row(p, i, cols, S, &n);
+    memset(in_mask, 0, (size_t)S);
+    for (int64_t t = 0; t < n; t++) in_mask[cols[t]] = 1;
+    double m = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < S; j++) {
+      double dot = 0;
+      for (int64_t d = 0; d < D; d++)
+        dot +=
+            splat__load(q, o->dtype, base + i * D + d) * splat__load(k, o->dtype, base + j * D + d);
+      s[j] = scale * dot;
+      if (in_mask[j] && s[j] > m) m = s[j];
+    }
+    for (int64_t j = 0; j < S; j++) sum += in_mask[j] ? exp(s[j] - m) : 0.0;
+    for (int64_t d = 0; d < D; d++) {
+      double acc = 0;
+      for (int64_t j = 0; j < S; j++)
+        if (in_mask[j]) acc += exp(s[j] - m) / sum * splat__load(v, o->dtype, base + j * D + d);
+      double got = splat__load(out, o->dtype, base + i * D + d);
+      if (fabs(got - acc) > *max_err || got != got)
+        *max_err = got != got ? INFINITY : fabs(got - acc);
+      if (fabs(acc) > *max_ref) *max_ref = fabs(acc);
+    }
+  }
+  free(s);
+  free(cols);
+  free(in_mask);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int parse_run_options(int argc, char **argv, run_options *o) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int ok = 1;
+    if (!strcmp(a, "--spec") && v)
+      o->spec = v;
+    else if (!strcmp(a, "--seq"))
+      ok = parse_int(a, v, 1, (int64_t)1 << 20, &o->seq);
+    else if (!strcmp(a, "--batch"))
+      ok = parse_int(a, v, 1, 1024, &o->batch);
+    else if (!strcmp(a, "--heads"))
+      ok = parse_int(a, v, 1, 1024, &o->heads);
+    else if (!strcmp(a, "--head-dim"))
+      ok = parse_int(a, v, 1, SPLAT_MAX_HEAD_DIM, &o->head_dim);
+    else if (!strcmp(a, "--threads"))
+      ok = parse_int(a, v, 1, 1024, &o->threads);
+    else if (!strcmp(a, "--repeat"))
+      ok = parse_int(a, v, 1, 1000, &o->repeat);
+    else if (!strcmp(a, "--seed"))
+      ok = parse_int(a, v, 0, INT64_MAX, &o->seed);
+    else if (!strcmp(a, "--dtype")) {
+      if (splat_dtype_parse(v ? v : "", &o->dtype) != SPLAT_OK) {
+        fprintf(stderr, "splat run: %s\n", splat_last_error(NULL));
+        return 0;
+      }
+    } else if (!strcmp(a, "--backend")) {
+      if (v && !strcmp(v, "auto"))
+        o->backend = SPLAT_BACKEND_AUTO;
+      else if (v && !strcmp(v, "cpu"))
+        o->backend = SPLAT_BACKEND_CPU;
+      else if (v && !strcmp(v, "cuda"))
+        o->backend = SPLAT_BACKEND_CUDA;
+      else {
+        fprintf(stderr, "splat run: --backend expects auto, cpu or cuda, got '%s'\n", v ? v : "");
+        return 0;
+      }
+    } else {
+      fprintf(stderr, "splat run: unknown option or missing value: '%s' (see splat run --help)\n",
+              a);
+      return 0;
+    }
+    if (!ok) return 0;
+    i++;
+  }
+  return 1;
+}
+
+static int cmd_run(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    fputs(usage_run, stdout);
+    return 0;
+  }
+  run_options o = {"longformer(128,32)", 2048, 2, 4, 64, 0, 3, 1, SPLAT_BF16, SPLAT_BACKEND_AUTO};
+  if (!parse_run_options(argc, argv, &o)) return 2;
+
+  splat_context_options copt = {o.backend, 0, (int)o.threads};
+  splat_context *ctx = NULL;
+  splat_pattern *p = NULL;
+  splat_plan *plan = NULL;
+  void *q = NULL, *k = NULL, *v = NULL, *out = NULL;
+  float *lse = NULL;
+  int rc = 1;
+  splat_status st = splat_context_create(&copt, &ctx);
+  if (st != SPLAT_OK) return fail("creating the context", st, NULL);
+  st = splat_pattern_parse(o.spec, o.seq, o.seq, &p);
+  if (st != SPLAT_OK) {
+    rc = fail("parsing the pattern", st, NULL);
+    goto done;
+  }
+  splat_plan_desc desc = {o.batch, o.heads, 0, o.head_dim, o.dtype, 0, 0, 0};
+  double t0 = now_ms();
+  st = splat_plan_create(ctx, p, &desc, &plan);
+  double plan_ms = now_ms() - t0;
+  if (st != SPLAT_OK) {
+    rc = fail("splat_plan_create", st, ctx);
+    goto done;
+  }
+  splat_report rep;
+  splat_plan_report(plan, &rep);
+
+  int64_t n = o.batch * o.heads * o.seq * o.head_dim;
+  size_t esz = o.dtype == SPLAT_F32 ? 4 : 2;
+  q = malloc((size_t)n * esz), k = malloc((size_t)n * esz), v = malloc((size_t)n * esz);
+  out = malloc((size_t)n * esz);
+  lse = malloc((size_t)(o.batch * o.heads * o.seq) * sizeof *lse);
+  if (!q || !k || !v || !out || !lse) {
+    fprintf(stderr, "splat run: out of memory for %lld-element inputs\n", (long long)n);
+    goto done;
+  }
+  uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)o.seed;
+  for (int64_t i = 0; i < n; i++) {
+    splat__store(q, o.dtype, i, next_uniform(&rng));
+    splat__store(k, o.dtype, i, next_uniform(&rng));
+    splat__store(v, o.dtype, i, next_uniform(&rng));
+  }
+  splat_tensor tq = splat_tensor_contiguous(q, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
+  splat_tensor tk = splat_tensor_contiguous(k, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
+  splat_tensor tv = splat_tensor_contiguous(v, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
+  splat_tensor to = splat_tensor_contiguous(out, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
+  splat_tensor tl = splat_tensor_contiguous(lse, SPLAT_F32, o.batch, o.heads, o.seq, 1);
+
+  double times[1000];
+  for (int64_t r = 0; r < o.repeat; r++) {
+    double t = now_ms();
+    st = splat_attention(plan, &tq, &tk, &tv, SPLAT_DEFAULT_SCALE, &to, &tl, NULL);
+    times[r] = now_ms() - t;
+    if (st != SPLAT_OK) {
+      rc = fail("splat_attention", st, ctx);
+      goto done;
+    }
+  }
+  qsort(times, (size_t)o.repeat, sizeof times[0], compare_doubles);
+  double ms = times[o.repeat / 2];
+  double flop = 4.0 * o.batch * o.heads * o.head_dim * (double)rep.nnz;
+
+  printf("splat run: %s, batch %lld, heads %lld, seq %lld, head_dim %lld, %s, backend %s\n",
+         splat_pattern_spec(p), (long long)o.batch, (long long)o.heads, (long long)o.seq,
+         (long long)o.head_dim, splat_dtype_name(o.dtype),
+         splat_backend_name(splat_context_backend(ctx)));
+  printf(
+      "plan:      nnz %lld (density %.2f%%), row width %lld, %.1f%% regular, %lld query tiles, "
+      "%lld key runs, tile waste %.2fx; created in %.2f ms\n",
+      (long long)rep.nnz, 100 * rep.density, (long long)rep.max_row_nnz, 100 * rep.regular_fraction,
+      (long long)rep.query_tiles, (long long)rep.key_runs, rep.tile_waste, plan_ms);
+  printf("attention: %.3f ms (median of %lld), %.2f useful GFLOP/s\n", ms, (long long)o.repeat,
+         flop / (ms * 1e6));
+
+  /* Check the first and the last (batch, head) slice against the dense reference. */
+  double max_err = 0, max_ref = 0, scale = 1.0 / sqrt((double)o.head_dim);
+  reference_slice(&o, p, q, k, v, out, 0, 0, scale, &max_err, &max_ref);
+  if (o.batch * o.heads > 1)
+    reference_slice(&o, p, q, k, v, out, o.batch - 1, o.heads - 1, scale, &max_err, &max_ref);
+  /* The output is computed from the rounded inputs and rounded once: half an ulp of
+   * the dtype at the largest magnitude bounds the error. */
+  double eps = o.dtype == SPLAT_F32 ? 0x1p-24 : o.dtype == SPLAT_F16 ? 0x1p-11 : 0x1p-8;
+  double bound = eps * max_ref * 1.01 + 1e-12;
+  int ok = max_err <= bound;
+  printf(
+      "check:     max |error| %.3g against a dense float64 reference on %d (batch, head) "
+      "slice(s); bound %.3g (half an ulp of %s): %s\n",
+      max_err, o.batch * o.heads > 1 ? 2 : 1, bound, splat_dtype_name(o.dtype),
+      ok ? "OK" : "FAILED");
+  rc = ok ? 0 : 1;
+done:
+  free(q), free(k), free(v), free(out), free(lse);
+  splat_plan_destroy(plan);
+  splat_pattern_destroy(p);
+  splat_context_destroy(ctx);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ env */
+
+static int cmd_env(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    fputs(usage_env, stdout);
+    return 0;
+  }
+  if (argc > 0) {
+    fprintf(stderr, "splat env: unexpected argument '%s'\n", argv[0]);
+    return 2;
+  }
+  splat_environment env;
+  char why[512];
+  splat_status st = splat_environment_query(&env, why, sizeof why);
+  if (st != SPLAT_OK) return fail("splat_environment_query", st, NULL);
+  printf("splat %s\n", splat_version());
+  printf("cpu:   available, %d threads (SPLAT_NUM_THREADS overrides)\n", env.cpu_threads);
+  if (env.cuda_available) {
+    printf("cuda:  driver %d.%d, %d device(s); device 0: %s (sm_%d%d)\n",
+           env.cuda_driver_version / 1000, env.cuda_driver_version % 1000 / 10, env.cuda_devices,
+           env.device_name, env.device_cc_major, env.device_cc_minor);
+    printf("       the CUDA kernels are not part of this build yet: runs use the CPU backend\n");
+  } else {
+    printf("cuda:  unavailable: %s\n", why);
+  }
+  if (env.nvrtc_available)
+    printf("nvrtc: %d.%d\n", env.nvrtc_version / 1000, env.nvrtc_version % 1000 / 10);
+  else
+    printf("nvrtc: not found (dlopen of libnvrtc.so failed)\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+      !strcmp(argv[1], "help")) {
+    fputs(usage_main, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "analyze")) return cmd_analyze(argc - 2, argv + 2);
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "env")) return cmd_env(argc - 2, argv + 2);
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("splat %s\n", splat_version());
+    return 0;
+  }
+  fprintf(stderr, "splat: unknown command '%s'\n\n%s", cmd, usage_main);
+  return 2;
+}
