@@ -23,9 +23,10 @@ static uint16_t narrow_from_double(double v, int mbits, int emin, int emax, uint
     if (payload == 0) payload = (uint16_t)(1u << (mbits - 1)); /* keep it a NaN */
     return sign | inf | payload;
   }
-  if (exp == 0) return sign; /* zero, or a double subnormal: far below half the least
-                                subnormal of either format */
-  const int e = exp - 1023;  /* v = M * 2^(e - 52) with M in [2^52, 2^53) */
+  if (exp == 0)
+    return sign;                   /* zero, or a double subnormal: far below half the least
+                                      subnormal of either format */
+  const int e = exp - 1023;        /* v = M * 2^(e - 52) with M in [2^52, 2^53) */
   if (e > emax) return sign | inf; /* |v| >= 2^(emax+1) is past max + half an ulp */
   const uint64_t m = mant | (UINT64_C(1) << 52);
   const int q = (e > emin ? e : emin) - mbits; /* exponent of the target ulp */

@@ -46,7 +46,7 @@ static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_t
   static const char *fn = "splat_sddmm";
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
-  double sc;
+  double sc = 0;
   TRY(splat__check_tensor(fn, "q", q, s.q, dt, 0));
   TRY(splat__check_tensor(fn, "k", k, s.kv, dt, 0));
   TRY(splat__check_tensor(fn, "scores", scores, s.values, SPLAT__DTYPE_ANY, 1));
@@ -60,7 +60,7 @@ static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float 
                             const splat_tensor *probs, const splat_tensor *lse) {
   static const char *fn = "splat_softmax";
   op_shapes s = shapes_of(plan);
-  double sc;
+  double sc = 0;
   TRY(splat__check_tensor(fn, "scores", scores, s.values, SPLAT__DTYPE_ANY, 0));
   TRY(splat__check_tensor(fn, "probs", probs, s.values, SPLAT__DTYPE_ANY, 1));
   if (!splat__same_tensor(probs, scores)) {
@@ -94,7 +94,7 @@ static splat_status attention(splat_plan *plan, const splat_tensor *q, const spl
   static const char *fn = "splat_attention";
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
-  double sc;
+  double sc = 0;
   TRY(splat__check_tensor(fn, "q", q, s.q, dt, 0));
   TRY(splat__check_tensor(fn, "k", k, s.kv, dt, 0));
   TRY(splat__check_tensor(fn, "v", v, s.kv, dt, 0));
