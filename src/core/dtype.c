@@ -44,24 +44,6 @@ static uint16_t narrow_from_double(double v, int mbits, int emin, int emax, uint
   return sign | (uint16_t)enc;
 }
 
-float splat__f16_to_f32(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1F;
-  const uint32_t mant = h & 0x3FF;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else {
-    const float mag = (float)mant * 0x1p-24f; /* exact: mant < 2^10 */
-    return sign ? -mag : mag;
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 uint16_t splat__f32_to_f16(float f) {
   uint32_t bits;
   memcpy(&bits, &f, sizeof bits);
@@ -73,13 +55,6 @@ uint16_t splat__f32_to_f16(float f) {
     return (uint16_t)((bits >> 16) & 0x8000) | 0x7C00 | payload;
   }
   return narrow_from_double((double)f, 10, -14, 15, 0x7C00); /* float -> double is exact */
-}
-
-float splat__bf16_to_f32(uint16_t h) {
-  const uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
 }
 
 uint16_t splat__f32_to_bf16(float f) {

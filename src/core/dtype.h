@@ -4,12 +4,37 @@
 #define SPLAT_CORE_DTYPE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "splat.h"
 
-float splat__f16_to_f32(uint16_t h);
+/* Widening is exact and cheap: inline, since the CPU kernels call it per element. */
+static inline float splat__f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F;
+  const uint32_t mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else {
+    const float mag = (float)mant * 0x1p-24f; /* exact: mant < 2^10 */
+    return sign ? -mag : mag;
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static inline float splat__bf16_to_f32(uint16_t h) {
+  const uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 uint16_t splat__f32_to_f16(float f);
-float splat__bf16_to_f32(uint16_t h);
 uint16_t splat__f32_to_bf16(float f);
 
 /* Bytes per element. */

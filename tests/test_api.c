@@ -1,0 +1,213 @@
+/* test_api.c — the public API under misuse: every bad argument returns a status and
+ * a message that names it, per thread and per context; nothing crashes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "splat.h"
+
+#define SEQ 40
+#define D 16
+
+static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+static void test_names(void) {
+  CHECK(!strcmp(splat_status_name(SPLAT_OK), "SPLAT_OK"));
+  CHECK(!strcmp(splat_status_name(SPLAT_ERR_NO_DEVICE), "SPLAT_ERR_NO_DEVICE"));
+  CHECK(!strcmp(splat_status_name((splat_status)99), "SPLAT_ERR_UNKNOWN"));
+  for (int s = 0; s <= SPLAT_ERR_INTERNAL; s++) {
+    CHECKF(strlen(splat_status_message((splat_status)s)) > 0, "status %d has no message", s);
+    CHECKF(strncmp(splat_status_name((splat_status)s), "SPLAT_", 6) == 0, "status %d", s);
+  }
+  CHECK(!strcmp(splat_version(), "0.1.0"));
+  splat_dtype dt;
+  CHECK(splat_dtype_parse("bfloat16", &dt) == SPLAT_OK && dt == SPLAT_BF16);
+  CHECK(splat_dtype_parse("FP16", &dt) == SPLAT_OK && dt == SPLAT_F16);
+  CHECK(splat_dtype_parse("int8", &dt) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(contains(splat_last_error(NULL), "int8"));
+  CHECK(splat_dtype_parse(NULL, &dt) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_dtype_name((splat_dtype)7) == NULL);
+  CHECK(!strcmp(splat_backend_name(SPLAT_BACKEND_CUDA), "cuda"));
+  splat_tensor t = splat_tensor_contiguous(NULL, SPLAT_F16, 2, 3, 4, 5);
+  CHECK(t.strides[0] == 60 && t.strides[1] == 20 && t.strides[2] == 5 && t.strides[3] == 1);
+}
+
+static void test_context(void) {
+  splat_context *ctx = (splat_context *)&ctx; /* must be reset to NULL on failure */
+  splat_context_options bad = {(splat_backend)9, 0, 0};
+  CHECK(splat_context_create(&bad, &ctx) == SPLAT_ERR_INVALID_ARGUMENT && ctx == NULL);
+  CHECK(contains(splat_last_error(NULL), "backend=9"));
+  splat_context_options threads = {SPLAT_BACKEND_CPU, 0, -1};
+  CHECK(splat_context_create(&threads, &ctx) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(contains(splat_last_error(NULL), "num_threads=-1"));
+  CHECK(splat_context_create(NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+
+  /* CUDA: either a clear NO_DEVICE (no driver here) or, with a GPU, UNSUPPORTED until
+   * the CUDA backend lands. Never a crash, always a sentence. */
+  splat_environment env;
+  char why[512];
+  CHECK(splat_environment_query(&env, why, sizeof why) == SPLAT_OK);
+  CHECK(env.cpu_threads >= 1);
+  splat_context_options cuda = {SPLAT_BACKEND_CUDA, 0, 0};
+  splat_status st = splat_context_create(&cuda, &ctx);
+  if (!env.cuda_available) {
+    CHECK(st == SPLAT_ERR_NO_DEVICE);
+    CHECK(strlen(why) > 10 && contains(splat_last_error(NULL), "CUDA"));
+  } else {
+    CHECK(st == SPLAT_ERR_UNSUPPORTED || st == SPLAT_OK);
+    if (st == SPLAT_OK) splat_context_destroy(ctx);
+  }
+  CHECK(splat_environment_query(NULL, NULL, 0) == SPLAT_ERR_INVALID_ARGUMENT);
+
+  /* AUTO always yields a usable context. */
+  CHECK(splat_context_create(NULL, &ctx) == SPLAT_OK);
+  CHECK(splat_context_backend(ctx) == SPLAT_BACKEND_CPU);
+  splat_context_destroy(ctx);
+  splat_context_destroy(NULL);
+  splat_pattern_destroy(NULL);
+  splat_plan_destroy(NULL);
+}
+
+static void test_plan_desc(splat_context *ctx, splat_pattern *p) {
+  splat_plan *plan = NULL;
+  splat_plan_desc good = {2, 4, 2, D, SPLAT_F32, 0, 0, 0};
+  struct {
+    splat_plan_desc desc;
+    const char *needle;
+  } cases[] = {
+      {{0, 4, 0, D, SPLAT_F32, 0, 0, 0}, "batch=0"},
+      {{1, 0, 0, D, SPLAT_F32, 0, 0, 0}, "heads=0"},
+      {{1, 4, 3, D, SPLAT_F32, 0, 0, 0}, "heads_kv=3"},
+      {{1, 4, 0, 0, SPLAT_F32, 0, 0, 0}, "head_dim=0"},
+      {{1, 4, 0, 300, SPLAT_F32, 0, 0, 0}, "head_dim=300"},
+      {{1, 4, 0, D, (splat_dtype)5, 0, 0, 0}, "dtype=5"},
+      {{1, 4, 0, D, SPLAT_F32, -1, 0, 0}, "tile"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 4096, 0}, "tile"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 0, 9}, "max_segments=9"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    splat_status st = splat_plan_create(ctx, p, &cases[i].desc, &plan);
+    CHECKF(st == SPLAT_ERR_INVALID_ARGUMENT && plan == NULL, "case %zu: %s", i,
+           splat_status_name(st));
+    CHECKF(contains(splat_last_error(ctx), cases[i].needle), "case %zu: '%s' lacks '%s'", i,
+           splat_last_error(ctx), cases[i].needle);
+  }
+  CHECK(splat_plan_create(NULL, p, &good, &plan) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_plan_create(ctx, NULL, &good, &plan) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(contains(splat_last_error(ctx), "pattern is NULL"));
+  CHECK(splat_plan_create(ctx, p, NULL, &plan) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_plan_create(ctx, p, &good, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  splat_report rep;
+  CHECK(splat_plan_report(NULL, &rep) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_plan_row_width(NULL) == 0);
+}
+
+/* Random values in [-1, 1) into a float buffer. */
+static void fill(float *x, size_t n, unsigned seed) {
+  srand(seed);
+  for (size_t i = 0; i < n; i++) x[i] = (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;
+}
+
+static void test_ops(splat_context *ctx, splat_pattern *p) {
+  splat_plan *plan = NULL;
+  splat_plan_desc desc = {2, 4, 2, D, SPLAT_F32, 0, 0, 0};
+  CHECK(splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK);
+  if (!plan) return;
+  int64_t W = splat_plan_row_width(plan);
+  CHECK(W >= 1);
+  size_t nq = 2 * 4 * SEQ * D, nkv = 2 * 2 * SEQ * D, nvals = 2 * 4 * SEQ * (size_t)W;
+  float *q = malloc(nq * 4), *k = malloc(nkv * 4), *v = malloc(nkv * 4), *o = malloc(nq * 4);
+  float *s = malloc(nvals * 4), *lse = malloc(2 * 4 * SEQ * 4);
+  fill(q, nq, 1), fill(k, nkv, 2), fill(v, nkv, 3);
+  splat_tensor tq = splat_tensor_contiguous(q, SPLAT_F32, 2, 4, SEQ, D);
+  splat_tensor tk = splat_tensor_contiguous(k, SPLAT_F32, 2, 2, SEQ, D);
+  splat_tensor tv = splat_tensor_contiguous(v, SPLAT_F32, 2, 2, SEQ, D);
+  splat_tensor to = splat_tensor_contiguous(o, SPLAT_F32, 2, 4, SEQ, D);
+  splat_tensor ts = splat_tensor_contiguous(s, SPLAT_F32, 2, 4, SEQ, W);
+  splat_tensor tl = splat_tensor_contiguous(lse, SPLAT_F32, 2, 4, SEQ, 1);
+
+  CHECK(splat_attention(plan, &tq, &tk, &tv, SPLAT_DEFAULT_SCALE, &to, &tl, NULL) == SPLAT_OK);
+  CHECK(splat_sddmm(plan, &tq, &tk, 0.25f, &ts, NULL) == SPLAT_OK);
+  CHECK(splat_softmax(plan, &ts, 1.0f, &ts, &tl, NULL) == SPLAT_OK); /* in place */
+  CHECK(splat_spmm(plan, &ts, &tv, &to, NULL) == SPLAT_OK);
+  CHECK(splat_attention(plan, &tq, &tk, &tv, 0.0f, &to, NULL, NULL) == SPLAT_OK);
+
+  /* Each bad argument: status and a message naming it, on the context and thread. */
+  splat_tensor bad;
+#define EXPECT_BAD(call, needle)                                                          \
+  do {                                                                                    \
+    splat_status st_ = (call);                                                            \
+    CHECKF(st_ == SPLAT_ERR_INVALID_ARGUMENT, "%s -> %s", #call, splat_status_name(st_)); \
+    CHECKF(contains(splat_last_error(ctx), needle), "%s: '%s' lacks '%s'", #call,         \
+           splat_last_error(ctx), needle);                                                \
+    CHECK(!strcmp(splat_last_error(ctx), splat_last_error(NULL)));                        \
+  } while (0)
+
+  EXPECT_BAD(splat_attention(plan, NULL, &tk, &tv, 0, &to, NULL, NULL), "q is NULL");
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, NULL, NULL, NULL), "out is NULL");
+  bad = tq, bad.shape[2] = SEQ + 1;
+  EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL), "q.shape=[2,4,41,16]");
+  bad = tk, bad.shape[1] = 4;
+  EXPECT_BAD(splat_attention(plan, &tq, &bad, &tv, 0, &to, NULL, NULL), "k.shape");
+  bad = tv, bad.dtype = SPLAT_F16;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &bad, 0, &to, NULL, NULL), "v.dtype=f16");
+  bad = tq, bad.dtype = (splat_dtype)11;
+  EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL), "q.dtype=11");
+  bad = tq, bad.data = NULL;
+  EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL), "q.data is NULL");
+  bad = to, bad.strides[2] = 0;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &bad, NULL, NULL), "overlap");
+  bad = to, bad.strides[1] = D; /* heads and rows collide */
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &bad, NULL, NULL), "overlap");
+  bad = tq, bad.strides[0] = (int64_t)1 << 50;
+  EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL), "strides[0]");
+  bad = tl, bad.dtype = SPLAT_F16;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, &bad, NULL), "lse.dtype=f16");
+  bad = tl, bad.shape[3] = 2;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, &bad, NULL), "lse.shape");
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &tq, NULL, NULL), "overlaps input q");
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, NAN, &to, NULL, NULL), "scale=nan");
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, INFINITY, &to, NULL, NULL), "scale=inf");
+  EXPECT_BAD(splat_softmax(plan, &ts, NAN, &ts, NULL, NULL), "scale");
+  bad = ts, bad.shape[3] = W + 1;
+  EXPECT_BAD(splat_sddmm(plan, &tq, &tk, 0, &bad, NULL), "scores.shape");
+  EXPECT_BAD(splat_sddmm(plan, &tq, &tk, 0, &tk, NULL), "scores.shape");
+  bad = ts, bad.data = s + 1; /* shifted by one: overlaps without being the same tensor */
+  EXPECT_BAD(splat_softmax(plan, &ts, 1, &bad, NULL, NULL), "overlaps input scores");
+  EXPECT_BAD(splat_spmm(plan, &ts, &tv, &tv, NULL), "out.shape");
+  EXPECT_BAD(splat_spmm(plan, &ts, NULL, &to, NULL), "v is NULL");
+  CHECK(splat_attention(NULL, &tq, &tk, &tv, 0, &to, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(contains(splat_last_error(NULL), "plan is NULL"));
+
+  /* Non-finite inputs are refused with the tensor named, before anything is written. */
+  q[5 * D + 3] = NAN;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, NULL, NULL), "q[");
+  q[5 * D + 3] = 0.5f;
+  v[7] = INFINITY;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, NULL, NULL), "v[");
+  EXPECT_BAD(splat_spmm(plan, &ts, &tv, &to, NULL), "v[");
+  v[7] = 0.5f;
+  CHECK(splat_attention(plan, &tq, &tk, &tv, 0, &to, NULL, NULL) == SPLAT_OK);
+#undef EXPECT_BAD
+
+  free(q), free(k), free(v), free(o), free(s), free(lse);
+  splat_plan_destroy(plan);
+}
+
+int main(void) {
+  test_names();
+  test_context();
+  splat_context_options opt = {SPLAT_BACKEND_CPU, 0, 2};
+  splat_context *ctx = NULL;
+  splat_pattern *p = NULL;
+  CHECK(splat_context_create(&opt, &ctx) == SPLAT_OK);
+  CHECK(splat_pattern_parse("window(3) | global(2)", SEQ, 0, &p) == SPLAT_OK);
+  if (ctx && p) {
+    test_plan_desc(ctx, p);
+    test_ops(ctx, p);
+  }
+  splat_pattern_destroy(p);
+  splat_context_destroy(ctx);
+  return harness_finish();
+}

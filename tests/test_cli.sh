@@ -1,0 +1,61 @@
+#!/bin/sh
+# test_cli.sh — the splat command end to end: help texts, analyze (text and JSON, the
+# exact nnz of a 131072-token longformer pattern computed here independently), parse
+# errors, run on the built-in default (which checks itself against a dense
+# reference) and env. Usage: test_cli.sh PATH/TO/splat
+SPLAT=${1:?usage: test_cli.sh PATH/TO/splat}
+passed=0
+failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() { # check NAME CONDITION-EXIT-CODE
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $1"; fi
+}
+contains() { grep -q -- "$2" "$1"; }
+
+"$SPLAT" --help >"$tmp/out" 2>&1; check "splat --help exits 0" $?
+contains "$tmp/out" "analyze"; check "splat --help lists analyze" $?
+for verb in analyze run env; do
+  "$SPLAT" $verb --help >"$tmp/out" 2>&1; check "splat $verb --help exits 0" $?
+  contains "$tmp/out" "usage: splat $verb"; check "splat $verb --help prints usage" $?
+done
+"$SPLAT" frobnicate >"$tmp/out" 2>&1; test $? -eq 2; check "unknown command exits 2" $?
+contains "$tmp/out" "unknown command 'frobnicate'"; check "unknown command is named" $?
+
+# The exact nnz of longformer(256,64) at 131072, counted row by row with awk.
+expected=$(awk 'BEGIN { N = 131072; w = 256; g = 64; nnz = 0;
+  for (i = 0; i < N; i++) {
+    if (i < g) { nnz += N; continue }
+    lo = i - w; if (lo < 0) lo = 0; hi = i + w; if (hi > N - 1) hi = N - 1;
+    inwin = hi - lo + 1; glob = g; if (lo < g) glob = lo;  # globals left of the window
+    nnz += inwin + glob }
+  printf "%d", nnz }')
+"$SPLAT" analyze "longformer(256,64)" --seq 131072 --json >"$tmp/json" 2>&1; check "analyze --json exits 0" $?
+contains "$tmp/json" "\"nnz\": *$expected[,}]"; check "analyze --json nnz = $expected" $?
+for key in density analysis_ms plan_ms tile_waste regular_fraction rows_by_segments bsr_bytes; do
+  contains "$tmp/json" "\"$key\""; check "analyze --json has $key" $?
+done
+echo "longformer(256,64) @131072: $(grep -o '"analysis_ms": *[0-9.e+-]*' "$tmp/json"), $(grep -o '"plan_ms": *[0-9.e+-]*' "$tmp/json")"
+
+"$SPLAT" analyze "dilated(4,3) | global(2)" --seq 97 --tile 16x16 >"$tmp/out" 2>&1; check "analyze text exits 0" $?
+contains "$tmp/out" "mask ("; check "analyze prints a picture" $?
+contains "$tmp/out" "dilated(4,3)"; check "analyze prints the spec" $?
+"$SPLAT" analyze "window(3" --seq 10 >"$tmp/out" 2>&1; test $? -ne 0; check "bad spec fails" $?
+contains "$tmp/out" "\^"; check "bad spec message has a caret" $?
+"$SPLAT" analyze "window(3)" >"$tmp/out" 2>&1; test $? -eq 2; check "missing --seq exits 2" $?
+"$SPLAT" analyze "window(3)" --seq -5 >"$tmp/out" 2>&1; test $? -eq 2; check "negative --seq exits 2" $?
+"$SPLAT" analyze "window(3)" --seq 10 --tile 12 >"$tmp/out" 2>&1; test $? -eq 2; check "bad --tile exits 2" $?
+
+"$SPLAT" run --seq 300 --heads 2 --repeat 1 >"$tmp/out" 2>&1; check "run exits 0" $?
+contains "$tmp/out" "check: .*OK"; check "run checks itself" $?
+"$SPLAT" run --seq 129 --spec "dilated(8,3) | causal" --dtype f16 --head-dim 24 --repeat 1 >"$tmp/out" 2>&1
+check "run with options exits 0" $?
+"$SPLAT" run --dtype int4 >"$tmp/out" 2>&1; test $? -eq 2; check "run --dtype int4 exits 2" $?
+contains "$tmp/out" "int4"; check "bad dtype is named" $?
+
+"$SPLAT" env >"$tmp/out" 2>&1; check "env exits 0" $?
+contains "$tmp/out" "cuda:"; check "env reports cuda" $?
+
+echo "$passed passed, $failed failed"
+test "$failed" -eq 0
