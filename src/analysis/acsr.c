@@ -1,0 +1,143 @@
+/* acsr.c — builds the generalised ACSR format: each row's columns as up to K affine
+ * segments from the pattern's row evaluator, rows needing more going to a CSR remainder.
+ * One pass over the rows, arrays grown geometrically: O(seq_q x K) for closed forms. */
+#include "analysis/acsr.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
+static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  int64_t ncap = *cap > 0 ? *cap : 64;
+  while (ncap < need) ncap += ncap / 2 + 64;
+  void *p = realloc(*buf, (size_t)ncap * elem);
+  if (!p) return 0;
+  *buf = p;
+  *cap = ncap;
+  return 1;
+}
+
+void splat__acsr_free(splat__acsr *a) {
+  if (!a) return;
+  free(a->row_seg);
+  free(a->segs);
+  free(a->rem_row);
+  free(a->rem_cols);
+  memset(a, 0, sizeof *a);
+}
+
+splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__acsr *out) {
+  if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "acsr: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!p) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "pattern is NULL");
+  if (max_segments == 0) max_segments = SPLAT_MAX_SEGMENTS;
+  if (max_segments < 0 || max_segments > SPLAT_MAX_SEGMENTS)
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "max_segments=%d invalid: must be 0 (default %d) or 1..%d", max_segments,
+                       SPLAT_MAX_SEGMENTS, SPLAT_MAX_SEGMENTS);
+  const int64_t seq_q = splat_pattern_seq_q(p), seq_k = splat_pattern_seq_k(p);
+  if (seq_q < 0 || seq_k < 0 || seq_q > SPLAT__MAX_SEQ || seq_k > SPLAT__MAX_SEQ)
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "pattern shape %lldx%lld invalid: sequence lengths must be 0..%lld",
+                       (long long)seq_q, (long long)seq_k, (long long)SPLAT__MAX_SEQ);
+
+  splat__row_eval *e = NULL;
+  splat_status st = splat__row_eval_create(p, &e);
+  if (st != SPLAT_OK) return st;
+
+  out->seq_q = seq_q;
+  out->seq_k = seq_k;
+  out->max_segments = max_segments;
+  out->row_seg = malloc((size_t)(seq_q + 1) * sizeof *out->row_seg);
+  out->rem_row = malloc((size_t)(seq_q + 1) * sizeof *out->rem_row);
+  int64_t seg_cap = 0, rem_cap = 0;
+  /* Most closed-form rows have one or two segments: start with room for two per row. */
+  if (!out->row_seg || !out->rem_row ||
+      !grow((void **)&out->segs, &seg_cap, 2 * seq_q + 16, sizeof *out->segs)) {
+    st =
+        splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for %lld rows", (long long)seq_q);
+    goto fail;
+  }
+
+  {
+    int64_t nseg = 0, rem_nnz = 0, rem_rows = 0, nnz = 0, width = 0;
+    int64_t *row_seg = out->row_seg, *rem_row = out->rem_row;
+    for (int64_t i = 0; i < seq_q; i++) {
+      row_seg[i] = nseg;
+      rem_row[i] = rem_nnz;
+      if (nseg + max_segments > seg_cap) {
+        if (!grow((void **)&out->segs, &seg_cap, nseg + max_segments, sizeof *out->segs)) {
+          st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for segments");
+          goto fail;
+        }
+      }
+      splat__segment *segs = out->segs + nseg;
+      int n = splat__row_segments(e, i, segs, max_segments);
+      int64_t row_nnz = 0;
+      if (n >= 0) {
+        for (int s = 0; s < n; s++) row_nnz += splat__segment_nnz(segs[s]);
+        nseg += n;
+      } else {
+        if (!grow((void **)&out->rem_cols, &rem_cap, rem_nnz + (seq_k > 0 ? seq_k : 1),
+                  sizeof *out->rem_cols)) {
+          st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for the remainder");
+          goto fail;
+        }
+        row_nnz = splat__row_columns(e, i, out->rem_cols + rem_nnz);
+        rem_nnz += row_nnz;
+        rem_rows++;
+      }
+      nnz += row_nnz;
+      if (row_nnz > width) width = row_nnz;
+    }
+    row_seg[seq_q] = nseg;
+    rem_row[seq_q] = rem_nnz;
+    out->nnz = nnz;
+    out->width = width > 0 ? width : 1;
+    out->rem_nnz = rem_nnz;
+    out->rem_rows = rem_rows;
+    /* Give back the slack of the geometric growth (shrinking never fails for good). */
+    if (nseg > 0 && nseg < seg_cap) {
+      void *q = realloc(out->segs, (size_t)nseg * sizeof *out->segs);
+      if (q) out->segs = q;
+    }
+    if (rem_nnz > 0 && rem_nnz < rem_cap) {
+      void *q = realloc(out->rem_cols, (size_t)rem_nnz * sizeof *out->rem_cols);
+      if (q) out->rem_cols = q;
+    }
+  }
+  splat__row_eval_destroy(e);
+  return SPLAT_OK;
+
+fail:
+  splat__row_eval_destroy(e);
+  splat__acsr_free(out);
+  return st;
+}
+
+int64_t splat__acsr_row_nnz(const splat__acsr *a, int64_t i) {
+  if (splat__acsr_row_irregular(a, i)) return a->rem_row[i + 1] - a->rem_row[i];
+  int64_t n = 0;
+  for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) n += splat__segment_nnz(a->segs[s]);
+  return n;
+}
+
+int64_t splat__acsr_row_columns(const splat__acsr *a, int64_t i, int32_t *out) {
+  if (splat__acsr_row_irregular(a, i)) {
+    int64_t n = a->rem_row[i + 1] - a->rem_row[i];
+    memcpy(out, a->rem_cols + a->rem_row[i], (size_t)n * sizeof *out);
+    return n;
+  }
+  int64_t n = 0;
+  for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) {
+    const splat__segment g = a->segs[s];
+    for (int32_t t = 0; t < g.count; t++) {
+      const int32_t run = g.start + t * g.stride;
+      for (int32_t u = 0; u < g.width; u++) out[n++] = run + u;
+    }
+  }
+  return n;
+}

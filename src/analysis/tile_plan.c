@@ -1,0 +1,724 @@
+/* tile_plan.c — alignment and the tile plan. Regular rows are cut into query tiles
+ * (in identity order, or regrouped by the key group of each row's dominant strided
+ * segment, whichever computes less); for each tile and key group, the rows' segments
+ * become intervals of gathered key indices, and the union span is cut into key tiles
+ * marked full (no predicate) or predicated, untouched tiles dropped. Per tile the work
+ * is O(intervals + key tiles / 64): events on a bitmap, swept in order. */
+#include "analysis/tile_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define DEFAULT_TILE 128
+#define MAX_TILE 1024
+
+splat__key_group splat__segment_group(splat__segment s) {
+  splat__key_group g;
+  if (s.stride <= 1) {
+    g.phase = 0;
+    g.stride = 1;
+    g.width = 1;
+  } else {
+    g.phase = s.start % s.stride;
+    g.stride = s.stride;
+    g.width = s.width;
+  }
+  return g;
+}
+
+static inline int group_eq(splat__key_group a, splat__key_group b) {
+  return a.phase == b.phase && a.stride == b.stride && a.width == b.width;
+}
+/* Order of groups in a plan: by stride, then phase, then width; contiguous first. */
+static int group_cmp(splat__key_group a, splat__key_group b) {
+  if (a.stride != b.stride) return a.stride < b.stride ? -1 : 1;
+  if (a.phase != b.phase) return a.phase < b.phase ? -1 : 1;
+  if (a.width != b.width) return a.width < b.width ? -1 : 1;
+  return 0;
+}
+static inline uint64_t group_hash(splat__key_group g) {
+  uint64_t h = (uint64_t)(uint32_t)g.stride * 0x9E3779B97F4A7C15ull;
+  h ^= (uint64_t)(uint32_t)g.phase * 0xC2B2AE3D27D4EB4Full;
+  h ^= (uint64_t)(uint32_t)g.width * 0x165667B19E3779F9ull;
+  return h ^ (h >> 29);
+}
+
+/* A map from key group to a dense id 0..n-1, cleared in O(1) by bumping a stamp. */
+typedef struct gmap {
+  int64_t cap; /* power of two */
+  splat__key_group *keys;
+  int32_t *ids;
+  uint32_t *stamp;
+  uint32_t cur;
+  int32_t n;
+  splat__key_group *by_id; /* [id] -> group, room for id_cap */
+  int64_t id_cap;
+} gmap;
+
+static void gmap_free(gmap *m) {
+  free(m->keys);
+  free(m->ids);
+  free(m->stamp);
+  free(m->by_id);
+  memset(m, 0, sizeof *m);
+}
+
+static int gmap_alloc(gmap *m, int64_t cap) {
+  m->cap = cap;
+  m->keys = malloc((size_t)cap * sizeof *m->keys);
+  m->ids = malloc((size_t)cap * sizeof *m->ids);
+  m->stamp = calloc((size_t)cap, sizeof *m->stamp);
+  m->cur = 1;
+  return m->keys && m->ids && m->stamp;
+}
+
+static int gmap_init(gmap *m, int64_t expected) {
+  memset(m, 0, sizeof *m);
+  int64_t cap = 16;
+  while (cap < 2 * expected) cap *= 2;
+  m->id_cap = expected > 4 ? expected : 4;
+  m->by_id = malloc((size_t)m->id_cap * sizeof *m->by_id);
+  return gmap_alloc(m, cap) && m->by_id;
+}
+
+static inline void gmap_clear(gmap *m) {
+  m->n = 0;
+  if (++m->cur == 0) { /* stamp wrapped: really clear */
+    memset(m->stamp, 0, (size_t)m->cap * sizeof *m->stamp);
+    m->cur = 1;
+  }
+}
+
+/* Id of g, inserted when new; -1 when out of memory. */
+static int32_t gmap_get(gmap *m, splat__key_group g) {
+  if (2 * (int64_t)(m->n + 1) > m->cap) { /* grow and rehash the live entries */
+    gmap old = *m;
+    if (!gmap_alloc(m, old.cap * 2)) {
+      free(m->keys);
+      free(m->ids);
+      free(m->stamp);
+      m->keys = old.keys, m->ids = old.ids, m->stamp = old.stamp, m->cap = old.cap;
+      m->cur = old.cur;
+      return -1;
+    }
+    for (int32_t id = 0; id < old.n; id++) {
+      uint64_t h = group_hash(old.by_id[id]) & (uint64_t)(m->cap - 1);
+      while (m->stamp[h] == m->cur) h = (h + 1) & (uint64_t)(m->cap - 1);
+      m->stamp[h] = m->cur;
+      m->keys[h] = old.by_id[id];
+      m->ids[h] = id;
+    }
+    free(old.keys);
+    free(old.ids);
+    free(old.stamp);
+  }
+  uint64_t h = group_hash(g) & (uint64_t)(m->cap - 1);
+  while (m->stamp[h] == m->cur) {
+    if (group_eq(m->keys[h], g)) return m->ids[h];
+    h = (h + 1) & (uint64_t)(m->cap - 1);
+  }
+  if (m->n >= m->id_cap) {
+    int64_t nc = m->id_cap * 2;
+    splat__key_group *p = realloc(m->by_id, (size_t)nc * sizeof *p);
+    if (!p) return -1;
+    m->by_id = p;
+    m->id_cap = nc;
+  }
+  m->stamp[h] = m->cur;
+  m->keys[h] = g;
+  m->ids[h] = m->n;
+  m->by_id[m->n] = g;
+  return m->n++;
+}
+
+/* Sorting ids by their group (qsort has no context argument: sort (group, id) pairs). */
+typedef struct gid_pair {
+  splat__key_group g;
+  int32_t id;
+} gid_pair;
+static int cmp_pair(const void *x, const void *y) {
+  return group_cmp(((const gid_pair *)x)->g, ((const gid_pair *)y)->g);
+}
+/* ids[0..n) = 0..n-1 ordered by groups[id]; pairs: scratch of n. */
+static void sort_ids(const splat__key_group *groups, int32_t n, int32_t *ids, gid_pair *pairs) {
+  for (int32_t i = 0; i < n; i++) pairs[i].g = groups[i], pairs[i].id = i;
+  qsort(pairs, (size_t)n, sizeof *pairs, cmp_pair);
+  for (int32_t i = 0; i < n; i++) ids[i] = pairs[i].id;
+}
+
+/* An interval [a, b] of gathered indices of group gid. */
+typedef struct ival {
+  int32_t gid;
+  int32_t slot; /* index of the segment in its row */
+  int32_t a, b;
+} ival;
+
+typedef struct builder {
+  const splat__acsr *a;
+  int tq, tk, tk_shift; /* tk_shift >= 0 when tk is a power of two */
+  /* per-tile scratch */
+  ival *iv, *iv2;
+  int64_t iv_cap;
+  gmap gm;
+  int64_t *glo, *ghi, *gcnt, *gpos;
+  int32_t *gorder;
+  gid_pair *gpairs;
+  int64_t g_cap;
+  int32_t *dt, *df;
+  uint64_t *bits;
+  int64_t pos_cap; /* room in dt/df (positions), bits hold pos_cap bits */
+  /* output */
+  splat__query_tile *tiles;
+  int64_t ntiles;
+  splat__key_run *runs;
+  int64_t nruns, runs_cap;
+  int64_t full, pred, computed;
+  int any_strided; /* some segment has stride > 1 */
+  /* the rows being planned: segments of the row at position p (through order) */
+  const int64_t *row_seg;
+  const splat__segment *segs;
+} builder;
+
+static void builder_free_scratch(builder *b) {
+  free(b->iv);
+  free(b->iv2);
+  gmap_free(&b->gm);
+  free(b->glo);
+  free(b->ghi);
+  free(b->gcnt);
+  free(b->gpos);
+  free(b->gorder);
+  free(b->gpairs);
+  free(b->dt);
+  free(b->df);
+  free(b->bits);
+}
+
+static int ensure_groups(builder *b, int64_t n) {
+  if (n <= b->g_cap) return 1;
+  int64_t c = b->g_cap ? b->g_cap : 16;
+  while (c < n) c *= 2;
+  void *p;
+#define GROW(f)                                \
+  p = realloc(b->f, (size_t)c * sizeof *b->f); \
+  if (!p) return 0;                            \
+  b->f = p;
+  GROW(glo)
+  GROW(ghi)
+  GROW(gcnt) GROW(gpos) GROW(gorder) GROW(gpairs)
+#undef GROW
+      b->g_cap = c;
+  return 1;
+}
+
+static int ensure_positions(builder *b, int64_t npos) {
+  if (npos <= b->pos_cap) return 1;
+  int64_t c = (npos + 63) / 64 * 64;
+  if (c < 2 * b->pos_cap) c = (2 * b->pos_cap + 63) / 64 * 64;
+  void *p1 = realloc(b->dt, (size_t)c * sizeof *b->dt);
+  if (!p1) return 0;
+  b->dt = p1;
+  void *p2 = realloc(b->df, (size_t)c * sizeof *b->df);
+  if (!p2) return 0;
+  b->df = p2;
+  void *p3 = realloc(b->bits, (size_t)(c / 64) * sizeof *b->bits);
+  if (!p3) return 0;
+  b->bits = p3;
+  b->pos_cap = c;
+  return 1;
+}
+
+static int push_run(builder *b, splat__key_run r) {
+  if (b->nruns == b->runs_cap) {
+    int64_t c = b->runs_cap ? b->runs_cap * 2 : 1024;
+    void *p = realloc(b->runs, (size_t)c * sizeof *b->runs);
+    if (!p) return 0;
+    b->runs = p;
+    b->runs_cap = c;
+  }
+  b->runs[b->nruns++] = r;
+  return 1;
+}
+
+static inline void add_event(builder *b, int64_t pos, int32_t dt, int32_t df) {
+  uint64_t bit = 1ull << (pos & 63);
+  if (!(b->bits[pos >> 6] & bit)) {
+    b->bits[pos >> 6] |= bit;
+    b->dt[pos] = 0;
+    b->df[pos] = 0;
+  }
+  b->dt[pos] += dt;
+  b->df[pos] += df;
+}
+
+static inline int64_t div_tk(const builder *b, int64_t x) {
+  return b->tk_shift >= 0 ? x >> b->tk_shift : x / b->tk;
+}
+
+static inline void flush_tuple(builder *b, const int64_t t[4], int32_t c) {
+  add_event(b, t[0], c, 0);
+  add_event(b, t[1] + 1, -c, 0);
+  if (t[2] < t[3]) {
+    add_event(b, t[2], 0, c);
+    add_event(b, t[3], 0, -c);
+  }
+}
+
+/* Key tiles of one group within one query tile of nrows rows: intervals iv[0..n),
+ * union span [lo, hi]. Appends runs. */
+static int plan_group(builder *b, splat__key_group grp, const ival *iv, int64_t n, int64_t lo,
+                      int64_t hi, int32_t nrows) {
+  const int64_t tk = b->tk;
+  const int64_t T = div_tk(b, hi - lo) + 1; /* key tiles over the span */
+  if (!ensure_positions(b, T + 1)) return 0;
+  const int64_t nwords = (T + 1 + 63) / 64;
+  memset(b->bits, 0, (size_t)nwords * sizeof *b->bits);
+
+  /* Each interval touches key tiles [ta, tb] and wholly contains [fa, fe). Equal
+   * tuples of neighbouring rows in the same segment slot (common) are added once with
+   * a count. */
+  int64_t prev[SPLAT_MAX_SEGMENTS][4];
+  int32_t cnt[SPLAT_MAX_SEGMENTS] = {0};
+  for (int64_t k = 0; k < n; k++) {
+    const int64_t x = iv[k].a - lo, y = iv[k].b - lo;
+    const int64_t ta = div_tk(b, x), tb = div_tk(b, y);
+    const int64_t fa = ta + (x != ta * tk);
+    const int64_t fe = div_tk(b, y + 1);
+    const int sl = iv[k].slot < SPLAT_MAX_SEGMENTS ? iv[k].slot : SPLAT_MAX_SEGMENTS - 1;
+    int64_t *pv = prev[sl];
+    if (cnt[sl] && ta == pv[0] && tb == pv[1] && fa == pv[2] && fe == pv[3]) {
+      cnt[sl]++;
+      continue;
+    }
+    if (cnt[sl]) flush_tuple(b, pv, cnt[sl]);
+    pv[0] = ta, pv[1] = tb, pv[2] = fa, pv[3] = fe;
+    cnt[sl] = 1;
+  }
+  for (int sl = 0; sl < SPLAT_MAX_SEGMENTS; sl++)
+    if (cnt[sl]) flush_tuple(b, prev[sl], cnt[sl]);
+
+  /* Sweep the event positions in order; between two of them the counts are constant. */
+  int64_t touch = 0, full = 0, last = -1, run_end = -1, run_idx = -1;
+  for (int64_t w = 0; w < nwords; w++) {
+    uint64_t word = b->bits[w];
+    while (word) {
+      const int64_t p = w * 64 + __builtin_ctzll(word);
+      word &= word - 1;
+      if (last >= 0 && touch > 0 && p > last) {
+        const int32_t pred = full == nrows ? 0 : 1;
+        const int64_t nt = p - last;
+        if (run_idx >= 0 && run_end == last && b->runs[run_idx].predicate == pred) {
+          b->runs[run_idx].ntiles += (int32_t)nt;
+        } else {
+          splat__key_run r;
+          r.group = grp;
+          r.base = (int32_t)(lo + last * tk);
+          r.ntiles = (int32_t)nt;
+          r.predicate = pred;
+          if (!push_run(b, r)) return 0;
+          run_idx = b->nruns - 1;
+        }
+        run_end = p;
+        b->computed += nt * b->tq * tk;
+        if (pred)
+          b->pred += nt;
+        else
+          b->full += nt;
+      }
+      touch += b->dt[p];
+      full += b->df[p];
+      last = p;
+    }
+  }
+  return 1;
+}
+
+/* One query tile: rows order[pb .. pb + nr) (positions pb.. when order is NULL). */
+static int plan_tile(builder *b, const int32_t *order, int64_t pb, int32_t nr) {
+  splat__query_tile *qt = &b->tiles[b->ntiles++];
+  qt->row_begin = pb;
+  qt->nrows = nr;
+  qt->run_begin = b->nruns;
+  qt->nruns = 0;
+
+  const int64_t *row_seg = b->row_seg;
+  const splat__segment *segs = b->segs;
+  ival *iv = b->iv;
+  int64_t m = 0;
+  { /* Fast path: every segment contiguous (window, causal, global, blocked, ...). */
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int32_t r = 0; r < nr; r++) {
+      const int64_t row = order ? order[pb + r] : pb + r;
+      const int64_t s0 = row_seg[row], s1 = row_seg[row + 1];
+      for (int64_t si = s0; si < s1; si++) {
+        const splat__segment s = segs[si];
+        if (s.stride > 1) goto general;
+        const int32_t x = s.start, y = s.start + s.count * s.width - 1;
+        lo = x < lo ? x : lo;
+        hi = y > hi ? y : hi;
+        iv[m].gid = 0;
+        iv[m].slot = (int32_t)(si - s0);
+        iv[m].a = x;
+        iv[m].b = y;
+        m++;
+      }
+    }
+    if (m > 0) {
+      const splat__key_group g = {0, 1, 1};
+      if (!plan_group(b, g, iv, m, lo, hi, nr)) return 0;
+    }
+    qt = &b->tiles[b->ntiles - 1];
+    qt->nruns = (int32_t)(b->nruns - qt->run_begin);
+    return 1;
+  }
+general:
+  gmap_clear(&b->gm);
+  m = 0;
+  {
+    /* The few most recent groups, checked before the map (a tile's rows usually
+     * alternate between one or two groups). */
+    splat__key_group mru_g[4];
+    int32_t mru_id[4];
+    int nmru = 0, next = 0;
+    int strided = 0;
+    for (int32_t r = 0; r < nr; r++) {
+      const int64_t row = order ? order[pb + r] : pb + r;
+      const int64_t s0 = row_seg[row], s1 = row_seg[row + 1];
+      for (int64_t si = s0; si < s1; si++) {
+        const splat__segment s = segs[si];
+        splat__key_group g;
+        int32_t x, y;
+        if (s.stride <= 1) {
+          g.phase = 0, g.stride = 1, g.width = 1;
+          x = s.start;
+          y = s.start + s.count * s.width - 1;
+        } else {
+          const int32_t q = s.start / s.stride;
+          g.phase = s.start - q * s.stride, g.stride = s.stride, g.width = s.width;
+          x = q * s.width;
+          y = x + s.count * s.width - 1;
+          strided = 1;
+        }
+        int32_t gid = -1;
+        for (int c = 0; c < nmru; c++)
+          if (group_eq(g, mru_g[c])) {
+            gid = mru_id[c];
+            break;
+          }
+        if (gid < 0) {
+          const int32_t n0 = b->gm.n;
+          gid = gmap_get(&b->gm, g);
+          if (gid < 0 || !ensure_groups(b, gid + 1)) return 0;
+          if (gid == n0) { /* a new group in this tile */
+            b->glo[gid] = INT64_MAX;
+            b->ghi[gid] = -1;
+            b->gcnt[gid] = 0;
+          }
+          mru_g[next] = g;
+          mru_id[next] = gid;
+          next = (next + 1) & 3;
+          if (nmru < 4) nmru++;
+        }
+        if (x < b->glo[gid]) b->glo[gid] = x;
+        if (y > b->ghi[gid]) b->ghi[gid] = y;
+        b->gcnt[gid]++;
+        iv[m].gid = gid;
+        iv[m].slot = (int32_t)(si - s0);
+        iv[m].a = x;
+        iv[m].b = y;
+        m++;
+      }
+    }
+    b->any_strided |= strided;
+  }
+  if (m == 0) return 1;
+  const int32_t G = b->gm.n;
+  if (G == 1) {
+    if (!plan_group(b, b->gm.by_id[0], b->iv, m, b->glo[0], b->ghi[0], nr)) return 0;
+  } else {
+    /* Stable counting sort of the intervals by group, groups in plan order. */
+    sort_ids(b->gm.by_id, G, b->gorder, b->gpairs);
+    int64_t acc = 0;
+    for (int32_t oi = 0; oi < G; oi++) {
+      const int32_t gi = b->gorder[oi];
+      b->gpos[gi] = acc;
+      acc += b->gcnt[gi];
+    }
+    for (int64_t k = 0; k < m; k++) b->iv2[b->gpos[b->iv[k].gid]++] = b->iv[k];
+    int64_t off = 0;
+    for (int32_t oi = 0; oi < G; oi++) {
+      const int32_t gi = b->gorder[oi];
+      if (!plan_group(b, b->gm.by_id[gi], b->iv2 + off, b->gcnt[gi], b->glo[gi], b->ghi[gi], nr))
+        return 0;
+      off += b->gcnt[gi];
+    }
+  }
+  qt = &b->tiles[b->ntiles - 1];
+  qt->nruns = (int32_t)(b->nruns - qt->run_begin);
+  return 1;
+}
+
+/* Plans the regular rows order[0 .. nreg), cut into tiles that never cross a boundary
+ * in bounds[0 .. nb] (bounds[0] = 0, bounds[nb] = nreg). */
+static int plan_order(builder *b, const int32_t *order, int64_t nreg, const int64_t *bounds,
+                      int64_t nb) {
+  int64_t ntiles = 0;
+  for (int64_t c = 0; c < nb; c++) ntiles += (bounds[c + 1] - bounds[c] + b->tq - 1) / b->tq;
+  b->tiles = malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof *b->tiles);
+  if (!b->tiles) return 0;
+  b->ntiles = 0;
+  (void)nreg;
+  for (int64_t c = 0; c < nb; c++) {
+    for (int64_t pb = bounds[c]; pb < bounds[c + 1]; pb += b->tq) {
+      int64_t nr = bounds[c + 1] - pb;
+      if (nr > b->tq) nr = b->tq;
+      if (!plan_tile(b, order, pb, (int32_t)nr)) return 0;
+    }
+  }
+  return 1;
+}
+
+static void builder_take(builder *b, splat__tile_plan *t) {
+  t->tiles = b->tiles;
+  t->ntiles = b->ntiles;
+  t->runs = b->runs;
+  t->nruns = b->nruns;
+  t->full_tiles = b->full;
+  t->predicated_tiles = b->pred;
+  t->computed = b->computed;
+  b->tiles = NULL;
+  b->runs = NULL;
+  b->ntiles = b->nruns = b->runs_cap = 0;
+  b->full = b->pred = b->computed = 0;
+}
+
+void splat__tile_plan_free(splat__tile_plan *t) {
+  if (!t) return;
+  free(t->perm);
+  free(t->tiles);
+  free(t->runs);
+  memset(t, 0, sizeof *t);
+}
+
+/* Class of a regular row: group of its dominant (largest) strided segment. */
+static splat__key_group row_class(const splat__acsr *a, int64_t row) {
+  splat__key_group g = {0, 1, 1};
+  int64_t best = 0;
+  for (int64_t s = a->row_seg[row]; s < a->row_seg[row + 1]; s++) {
+    const splat__segment seg = a->segs[s];
+    if (seg.stride > 1 && splat__segment_nnz(seg) > best) {
+      best = splat__segment_nnz(seg);
+      g = splat__segment_group(seg);
+    }
+  }
+  return g;
+}
+
+static int check_tile(int *v) {
+  if (*v == 0) *v = DEFAULT_TILE;
+  if (*v < 0 || *v > MAX_TILE) return 0;
+  return 1;
+}
+
+splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k,
+                                    splat__tile_plan *out) {
+  if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "tile plan: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!a) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "tile plan: acsr is NULL");
+  const int tq0 = tile_q, tk0 = tile_k;
+  if (!check_tile(&tile_q))
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "tile_q=%d invalid: must be 0 (default %d) or 1..%d", tq0, DEFAULT_TILE,
+                       MAX_TILE);
+  if (!check_tile(&tile_k))
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "tile_k=%d invalid: must be 0 (default %d) or 1..%d", tk0, DEFAULT_TILE,
+                       MAX_TILE);
+
+  const int64_t seq_q = a->seq_q;
+  const int K = a->max_segments > 0 ? a->max_segments : 1;
+  splat_status st = SPLAT_OK;
+  builder b;
+  memset(&b, 0, sizeof b);
+  b.a = a;
+  b.tq = tile_q;
+  b.tk = tile_k;
+  b.tk_shift = -1;
+  if ((tile_k & (tile_k - 1)) == 0) b.tk_shift = __builtin_ctz((unsigned)tile_k);
+  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL;
+  int64_t *row_seg_b = NULL;
+  splat__segment *segs_b = NULL;
+  int64_t *bounds = NULL;
+  gmap cm;
+  memset(&cm, 0, sizeof cm);
+  splat__tile_plan alt;
+  memset(&alt, 0, sizeof alt);
+
+  out->tile_q = tile_q;
+  out->tile_k = tile_k;
+  out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
+  const int64_t ivmax = (int64_t)tile_q * K;
+  b.iv = malloc((size_t)ivmax * sizeof *b.iv);
+  b.iv2 = malloc((size_t)ivmax * sizeof *b.iv2);
+  if (!out->perm || !b.iv || !b.iv2 || !gmap_init(&b.gm, 2 * ivmax) || !ensure_groups(&b, 16) ||
+      !ensure_positions(&b, a->seq_k / tile_k + 3))
+    goto oom;
+
+  /* (a) identity order: regular rows first, then irregular rows. */
+  int64_t nreg = 0;
+  out->permuted = 0;
+  if (a->rem_rows == 0) {
+    for (int64_t i = 0; i < seq_q; i++) out->perm[i] = (int32_t)i;
+    nreg = seq_q;
+  } else {
+    for (int64_t i = 0; i < seq_q; i++)
+      if (!splat__acsr_row_irregular(a, i)) out->perm[nreg++] = (int32_t)i;
+    int64_t p = nreg;
+    for (int64_t i = 0; i < seq_q; i++)
+      if (splat__acsr_row_irregular(a, i)) out->perm[p++] = (int32_t)i;
+    /* Not the identity unless every irregular row already comes last. */
+    for (int64_t i = 0; i < seq_q; i++)
+      if (out->perm[i] != i) {
+        out->permuted = 1;
+        break;
+      }
+  }
+  out->regular_rows = nreg;
+  {
+    int64_t bnd[2] = {0, nreg};
+    b.row_seg = a->row_seg;
+    b.segs = a->segs;
+    if (!plan_order(&b, out->permuted ? out->perm : NULL, nreg, bnd, 1)) goto oom;
+    builder_take(&b, out);
+  }
+
+  /* (b) rows regrouped by class, when some row has a strided dominant segment. */
+  if (b.any_strided) {
+    cls = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *cls);
+    if (!cls || !gmap_init(&cm, 64)) goto oom;
+    splat__key_group mru_g[4];
+    int32_t mru_id[4];
+    int nmru = 0, next = 0;
+    int nontrivial = 0;
+    for (int64_t p = 0; p < nreg; p++) {
+      const splat__key_group g = row_class(a, out->perm[p]);
+      if (g.stride > 1) nontrivial = 1;
+      int32_t id = -1;
+      for (int c = 0; c < nmru; c++)
+        if (group_eq(g, mru_g[c])) {
+          id = mru_id[c];
+          break;
+        }
+      if (id < 0) {
+        id = gmap_get(&cm, g);
+        if (id < 0) goto oom;
+        mru_g[next] = g;
+        mru_id[next] = id;
+        next = (next + 1) & 3;
+        if (nmru < 4) nmru++;
+      }
+      cls[p] = id;
+    }
+    if (nontrivial) {
+      const int32_t C = cm.n;
+      rank = malloc((size_t)C * sizeof *rank);
+      int32_t *ids = malloc((size_t)C * sizeof *ids);
+      gid_pair *pairs = malloc((size_t)C * sizeof *pairs);
+      bounds = calloc((size_t)C + 1, sizeof *bounds);
+      perm_b = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *perm_b);
+      if (!rank || !ids || !pairs || !bounds || !perm_b) {
+        free(ids);
+        free(pairs);
+        goto oom;
+      }
+      sort_ids(cm.by_id, C, ids, pairs);
+      for (int32_t r = 0; r < C; r++) rank[ids[r]] = r;
+      free(ids);
+      free(pairs);
+      for (int64_t p = 0; p < nreg; p++) bounds[rank[cls[p]] + 1]++;
+      for (int32_t r = 0; r < C; r++) bounds[r + 1] += bounds[r];
+      /* Regrouped copies of the rows' segments, written class by class in one
+       * sequential pass over the rows, so the plan then reads them in order. */
+      {
+        int64_t *fill = malloc((size_t)C * sizeof *fill);
+        int64_t *sfill = calloc((size_t)C + 1, sizeof *sfill);
+        row_seg_b = malloc((size_t)(nreg + 1) * sizeof *row_seg_b);
+        const int64_t nseg_all = a->row_seg[seq_q];
+        segs_b = malloc((size_t)(nseg_all > 0 ? nseg_all : 1) * sizeof *segs_b);
+        if (!fill || !sfill || !row_seg_b || !segs_b) {
+          free(fill);
+          free(sfill);
+          goto oom;
+        }
+        for (int64_t p = 0; p < nreg; p++) {
+          const int64_t row = out->perm[p];
+          sfill[rank[cls[p]] + 1] += a->row_seg[row + 1] - a->row_seg[row];
+        }
+        for (int32_t r = 0; r < C; r++) sfill[r + 1] += sfill[r];
+        memcpy(fill, bounds, (size_t)C * sizeof *fill);
+        for (int64_t p = 0; p < nreg; p++) {
+          const int32_t c = rank[cls[p]];
+          const int64_t row = out->perm[p], pos = fill[c]++;
+          const int64_t s0 = a->row_seg[row], ns = a->row_seg[row + 1] - s0;
+          perm_b[pos] = (int32_t)row;
+          row_seg_b[pos] = sfill[c];
+          memcpy(segs_b + sfill[c], a->segs + s0, (size_t)ns * sizeof *segs_b);
+          sfill[c] += ns;
+        }
+        row_seg_b[nreg] = nreg > 0 ? sfill[C - 1] : 0;
+        free(fill);
+        free(sfill);
+      }
+      for (int64_t p = nreg; p < seq_q; p++) perm_b[p] = out->perm[p];
+      b.row_seg = row_seg_b;
+      b.segs = segs_b;
+      if (!plan_order(&b, NULL, nreg, bounds, C)) goto oom;
+      builder_take(&b, &alt);
+      if (alt.computed < out->computed) {
+        free(out->perm);
+        free(out->tiles);
+        free(out->runs);
+        out->perm = perm_b;
+        perm_b = NULL;
+        out->tiles = alt.tiles;
+        out->ntiles = alt.ntiles;
+        out->runs = alt.runs;
+        out->nruns = alt.nruns;
+        out->full_tiles = alt.full_tiles;
+        out->predicated_tiles = alt.predicated_tiles;
+        out->computed = alt.computed;
+        /* Regrouping may keep every row in place and only cut tiles differently. */
+        out->permuted = 0;
+        for (int64_t i = 0; i < seq_q; i++)
+          if (out->perm[i] != i) {
+            out->permuted = 1;
+            break;
+          }
+        alt.tiles = NULL;
+        alt.runs = NULL;
+      }
+    }
+  }
+  goto done;
+
+oom:
+  st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (%lld rows, tile %dx%d)",
+                   (long long)seq_q, tile_q, tile_k);
+done:
+  free(b.tiles);
+  free(b.runs);
+  builder_free_scratch(&b);
+  gmap_free(&cm);
+  free(alt.tiles);
+  free(alt.runs);
+  free(row_seg_b);
+  free(segs_b);
+  free(perm_b);
+  free(rank);
+  free(cls);
+  free(bounds);
+  if (st != SPLAT_OK) splat__tile_plan_free(out);
+  return st;
+}

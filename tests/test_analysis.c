@@ -1,0 +1,660 @@
+/* test_analysis.c — ACSR, tile plan and report against brute force: every row's
+ * columns, every plan expanded back to a count matrix (each mask element exactly once),
+ * alignment of dilated / strided patterns, report fields, formatting and misuse.
+ * Also prints the analysis time of longformer(256,64) at 131072 and tile waste figures. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/acsr.h"
+#include "analysis/report.h"
+#include "analysis/tile_plan.h"
+#include "harness.h"
+#include "splat.h"
+#include "support/reference_patterns.h"
+
+/* ------------------------------------------------------------ brute-force helpers */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+/* The truth of a test case: a dense uint8 matrix. */
+typedef struct dense_mask {
+  int64_t sq, sk;
+  uint8_t *m;
+} dense_mask;
+
+static dense_mask dense_from_ref(const ref_pattern *r, int64_t sq, int64_t sk) {
+  dense_mask d = {sq, sk, calloc((size_t)(sq * sk > 0 ? sq * sk : 1), 1)};
+  for (int64_t i = 0; i < sq; i++)
+    for (int64_t j = 0; j < sk; j++) d.m[i * sk + j] = (uint8_t)(r->contains(r, i, j, sq, sk) != 0);
+  return d;
+}
+
+/* Own containment check (independent of src/pattern). */
+static int seg_has(splat__segment s, int64_t j) {
+  if (j < s.start) return 0;
+  const int64_t d = j - s.start;
+  const int64_t t = s.stride > 0 ? d / s.stride : 0, u = s.stride > 0 ? d % s.stride : d;
+  return t < s.count && u < s.width;
+}
+
+static int same_group(splat__key_group a, splat__key_group b) {
+  return a.phase == b.phase && a.stride == b.stride && a.width == b.width;
+}
+
+/* ------------------------------------------------------------ ACSR exactness */
+
+/* Compares ACSR rows with the dense truth; returns 1 when all match. */
+static int check_acsr_exact(const splat__acsr *a, const dense_mask *d, const char *what) {
+  int ok = 1;
+  int32_t *cols = malloc((size_t)(a->width > 0 ? a->width : 1) * sizeof *cols);
+  int64_t nnz = 0, w = 0, irr = 0, nseg = 0;
+  for (int64_t i = 0; i < d->sq && ok; i++) {
+    int64_t bn = 0;
+    for (int64_t j = 0; j < d->sk; j++) bn += d->m[i * d->sk + j];
+    nnz += bn;
+    if (bn > w) w = bn;
+    const int64_t n = splat__acsr_row_nnz(a, i);
+    if (n != bn) {
+      fprintf(stderr, "  %s: row %lld nnz %lld, brute %lld\n", what, (long long)i, (long long)n,
+              (long long)bn);
+      ok = 0;
+      break;
+    }
+    const int64_t n2 = splat__acsr_row_columns(a, i, cols);
+    int64_t k = 0;
+    for (int64_t j = 0; j < d->sk && ok; j++) {
+      if (!d->m[i * d->sk + j]) continue;
+      if (k >= n2 || cols[k] != j) {
+        fprintf(stderr, "  %s: row %lld column #%lld is %d, brute %lld\n", what, (long long)i,
+                (long long)k, k < n2 ? cols[k] : -1, (long long)j);
+        ok = 0;
+      }
+      k++;
+    }
+    if (splat__acsr_row_irregular(a, i)) {
+      irr++;
+      if (a->row_seg[i + 1] != a->row_seg[i]) ok = 0;
+    } else {
+      const int64_t ns = a->row_seg[i + 1] - a->row_seg[i];
+      if (ns > a->max_segments) ok = 0;
+      nseg += ns;
+      /* segments sorted with disjoint increasing spans */
+      for (int64_t s = a->row_seg[i]; s + 1 < a->row_seg[i + 1]; s++)
+        if (splat__segment_last(a->segs[s]) >= a->segs[s + 1].start) ok = 0;
+    }
+  }
+  if (ok && (a->nnz != nnz || a->width != (w > 0 ? w : 1) || a->rem_rows != irr)) {
+    fprintf(stderr, "  %s: nnz %lld/%lld W %lld/%lld irregular %lld/%lld\n", what,
+            (long long)a->nnz, (long long)nnz, (long long)a->width, (long long)w,
+            (long long)a->rem_rows, (long long)irr);
+    ok = 0;
+  }
+  free(cols);
+  return ok;
+}
+
+/* ------------------------------------------------------------ plan exactness */
+
+/* Expands the plan into counts and compares with the regular rows of the truth
+ * (given as a function of (row, key) through the ACSR itself when d is NULL). */
+static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, const dense_mask *d,
+                            const char *what) {
+  const int64_t sq = a->seq_q, sk = a->seq_k;
+  int ok = 1;
+  /* perm is a permutation; regular rows first */
+  uint8_t *seen = calloc((size_t)(sq > 0 ? sq : 1), 1);
+  for (int64_t p = 0; p < sq; p++) {
+    const int32_t r = t->perm[p];
+    if (r < 0 || r >= sq || seen[r]) ok = 0;
+    if (r >= 0 && r < sq) seen[r] = 1;
+    if ((p < t->regular_rows) != !splat__acsr_row_irregular(a, r)) ok = 0;
+  }
+  free(seen);
+  if (!ok) {
+    fprintf(stderr, "  %s: perm is not a valid permutation\n", what);
+    return 0;
+  }
+  int identity = 1;
+  for (int64_t p = 0; p < sq; p++) identity &= t->perm[p] == p;
+  if (identity == t->permuted) {
+    fprintf(stderr, "  %s: permuted=%d but perm identity=%d\n", what, t->permuted, identity);
+    ok = 0;
+  }
+  uint8_t *cnt = calloc((size_t)(sq * sk > 0 ? sq * sk : 1), 1);
+  int64_t next_row = 0, tiles_full = 0, tiles_pred = 0;
+  for (int64_t q = 0; q < t->ntiles && ok; q++) {
+    const splat__query_tile *qt = &t->tiles[q];
+    if (qt->row_begin != next_row || qt->nrows < 1 || qt->nrows > t->tile_q) ok = 0;
+    next_row = qt->row_begin + qt->nrows;
+    if (q > 0 && qt->run_begin != t->tiles[q - 1].run_begin + t->tiles[q - 1].nruns) ok = 0;
+    for (int64_t ri = qt->run_begin; ri < qt->run_begin + qt->nruns && ok; ri++) {
+      const splat__key_run run = t->runs[ri];
+      if (run.ntiles < 1) ok = 0;
+      if (run.predicate)
+        tiles_pred += run.ntiles;
+      else
+        tiles_full += run.ntiles;
+      for (int64_t g = run.base; g < run.base + (int64_t)run.ntiles * t->tile_k; g++) {
+        const int64_t key = splat__group_key(run.group, g);
+        for (int32_t r = 0; r < qt->nrows; r++) {
+          const int64_t row = t->perm[qt->row_begin + r];
+          if (!run.predicate) {
+            if (key >= sk || key < 0) {
+              fprintf(stderr, "  %s: full run reaches key %lld >= seq_k %lld\n", what,
+                      (long long)key, (long long)sk);
+              ok = 0;
+              break;
+            }
+            cnt[row * sk + key]++;
+          } else {
+            int in = 0;
+            for (int64_t s = a->row_seg[row]; s < a->row_seg[row + 1]; s++)
+              if (same_group(splat__segment_group(a->segs[s]), run.group) &&
+                  seg_has(a->segs[s], key))
+                in = 1;
+            if (in) cnt[row * sk + key]++;
+          }
+        }
+      }
+    }
+  }
+  if (ok && next_row != t->regular_rows) {
+    fprintf(stderr, "  %s: tiles cover %lld rows of %lld regular\n", what, (long long)next_row,
+            (long long)t->regular_rows);
+    ok = 0;
+  }
+  if (ok && (tiles_full != t->full_tiles || tiles_pred != t->predicated_tiles ||
+             t->computed != (tiles_full + tiles_pred) * t->tile_q * t->tile_k)) {
+    fprintf(stderr, "  %s: tile counts disagree\n", what);
+    ok = 0;
+  }
+  for (int64_t i = 0; i < sq && ok; i++) {
+    const int reg = !splat__acsr_row_irregular(a, i);
+    for (int64_t j = 0; j < sk; j++) {
+      int want;
+      if (d) {
+        want = reg ? d->m[i * sk + j] : 0;
+      } else {
+        want = 0;
+        for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) want |= seg_has(a->segs[s], j);
+      }
+      if (cnt[i * sk + j] != want) {
+        fprintf(stderr, "  %s: element (%lld,%lld) counted %d times, want %d\n", what, (long long)i,
+                (long long)j, cnt[i * sk + j], want);
+        ok = 0;
+        break;
+      }
+    }
+  }
+  free(cnt);
+  return ok;
+}
+
+static const int tile_shapes[][2] = {{128, 128}, {64, 128}, {16, 16}, {7, 5}};
+#define NSHAPES ((int)(sizeof tile_shapes / sizeof tile_shapes[0]))
+
+/* Full check of one reference pattern at one shape. */
+static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_shapes) {
+  char what[256];
+  splat_pattern *p = NULL;
+  splat_status st = splat_pattern_parse(r->spec, sq, sk, &p);
+  CHECKF(st == SPLAT_OK, "parse '%s': %s", r->spec, splat_last_error(NULL));
+  if (st != SPLAT_OK) return;
+  dense_mask d = dense_from_ref(r, sq, sk);
+  const int ks[] = {SPLAT_MAX_SEGMENTS, 1, 2};
+  for (int ki = 0; ki < 3; ki++) {
+    splat__acsr a;
+    snprintf(what, sizeof what, "'%s' %lldx%lld K=%d", r->spec, (long long)sq, (long long)sk,
+             ks[ki]);
+    st = splat__acsr_build(p, ks[ki], &a);
+    CHECKF(st == SPLAT_OK, "%s: acsr build failed: %s", what, splat_last_error(NULL));
+    if (st != SPLAT_OK) continue;
+    CHECKF(check_acsr_exact(&a, &d, what), "%s: ACSR not exact", what);
+    const int nshape = ki == 0 ? plan_shapes : (plan_shapes > 0 ? 1 : 0);
+    for (int sh = 0; sh < nshape; sh++) {
+      splat__tile_plan t;
+      char w2[300];
+      snprintf(w2, sizeof w2, "%s tile %dx%d", what, tile_shapes[sh][0], tile_shapes[sh][1]);
+      st = splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t);
+      CHECKF(st == SPLAT_OK, "%s: plan failed: %s", w2, splat_last_error(NULL));
+      if (st != SPLAT_OK) continue;
+      CHECKF(check_plan_exact(&a, &t, &d, w2), "%s: plan not exact", w2);
+      /* Histogram and totals of the report. */
+      splat_report rep;
+      st = splat__report_build(&a, &t, &rep);
+      CHECK(st == SPLAT_OK);
+      int64_t hsum = 0;
+      for (int s = 0; s <= a.max_segments + 1; s++) hsum += rep.rows_by_segments[s];
+      CHECKF(hsum == sq && rep.rows_by_segments[a.max_segments + 1] == a.rem_rows &&
+                 rep.nnz == a.nnz && rep.max_row_nnz == a.width,
+             "%s: report histogram/totals", w2);
+      splat__tile_plan_free(&t);
+    }
+    splat__acsr_free(&a);
+  }
+  free(d.m);
+  splat_pattern_destroy(p);
+}
+
+static void test_reference_patterns(void) {
+  const int64_t shapes[][2] = {{1, 1},     {2, 2},     {97, 97},    {1000, 1000},
+                               {97, 1000}, {1000, 97}, {4097, 4097}};
+  for (int i = 0; i < splat_ref_pattern_count; i++) {
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      /* Plans at 4097 are expanded for the first tile shape only (time). */
+      const int nplan = shapes[s][0] == 4097 ? 1 : NSHAPES;
+      check_ref(&splat_ref_patterns[i], shapes[s][0], shapes[s][1], nplan);
+    }
+  }
+}
+
+/* K = 1 sends rows of two segments to the remainder: the union stays exact. */
+static void test_irregular_rows(void) {
+  splat_pattern *p = NULL;
+  CHECK(splat_pattern_parse("longformer(5,3)", 200, 0, &p) == SPLAT_OK);
+  if (!p) return;
+  splat__acsr a;
+  CHECK(splat__acsr_build(p, 1, &a) == SPLAT_OK);
+  CHECKF(a.rem_rows > 0, "longformer(5,3) at K=1 has no irregular rows");
+  splat__tile_plan t;
+  CHECK(splat__tile_plan_build(&a, 16, 16, &t) == SPLAT_OK);
+  CHECK(t.permuted == 0); /* the irregular rows (9..199) already come last */
+  CHECK(t.regular_rows == 200 - a.rem_rows);
+  CHECK(check_plan_exact(&a, &t, NULL, "longformer K=1"));
+  splat_report r;
+  CHECK(splat__report_build(&a, &t, &r) == SPLAT_OK);
+  CHECK(r.irregular_rows == a.rem_rows && r.rows_by_segments[2] == a.rem_rows);
+  CHECK(r.regular_nnz == a.nnz - a.rem_nnz);
+  CHECK(r.regular_fraction > 0.0 && r.regular_fraction < 1.0);
+  CHECK(r.acsr_bytes == 201 * 4 + r.segments * 16 + 201 * 4 + a.rem_nnz * 4);
+  splat__tile_plan_free(&t);
+  splat__acsr_free(&a);
+  splat_pattern_destroy(p);
+}
+
+/* ------------------------------------------------------------ random explicit masks */
+
+static void test_random_masks(void) {
+  for (int it = 0; it < 40; it++) {
+    const int64_t sq = rnd_in(1, 150), sk = rnd_in(1, 150);
+    uint8_t *m = calloc((size_t)(sq * sk), 1);
+    const int kind = it % 4;
+    for (int64_t i = 0; i < sq; i++) {
+      if (kind == 0) { /* random bits */
+        for (int64_t j = 0; j < sk; j++) m[i * sk + j] = (rnd() % 5) == 0;
+      } else if (kind == 1) { /* a random window per row plus a strided comb */
+        const int64_t d = rnd_in(2, 9), lo = rnd_in(0, sk - 1), len = rnd_in(0, 40);
+        for (int64_t j = lo; j < lo + len && j < sk; j++) m[i * sk + j] = 1;
+        for (int64_t j = i % d; j < sk; j += d) m[i * sk + j] = 1;
+      } else if (kind == 2) { /* rows with runs of width w, stride d */
+        const int64_t d = rnd_in(2, 12), w = rnd_in(1, d - 1), o = rnd_in(0, d);
+        for (int64_t j = o; j < sk; j += d)
+          for (int64_t u = 0; u < w && j + u < sk; u++) m[i * sk + j + u] = 1;
+      } else { /* empty rows, single dense rows, singles */
+        const int64_t c = rnd() % 4;
+        if (c == 1)
+          for (int64_t j = 0; j < sk; j++) m[i * sk + j] = 1;
+        else if (c == 2)
+          m[i * sk + rnd_in(0, sk - 1)] = 1;
+      }
+    }
+    splat_pattern *p = NULL;
+    CHECK(splat_pattern_from_mask(m, sq, sk, &p) == SPLAT_OK);
+    if (p) {
+      dense_mask d = {sq, sk, m};
+      const int K = (int)rnd_in(1, SPLAT_MAX_SEGMENTS);
+      splat__acsr a;
+      char what[128];
+      snprintf(what, sizeof what, "random mask #%d %lldx%lld K=%d", it, (long long)sq,
+               (long long)sk, K);
+      CHECK(splat__acsr_build(p, K, &a) == SPLAT_OK);
+      CHECKF(check_acsr_exact(&a, &d, what), "%s", what);
+      for (int sh = 0; sh < NSHAPES; sh++) {
+        splat__tile_plan t;
+        CHECK(splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
+        CHECKF(check_plan_exact(&a, &t, &d, what), "%s tile %d", what, sh);
+        splat__tile_plan_free(&t);
+      }
+      splat__acsr_free(&a);
+      splat_pattern_destroy(p);
+    }
+    free(m);
+  }
+}
+
+/* Hand-built ACSR with every canonical segment form (runs of width > 1, mixed strides
+ * and phases in one tile): the plan alone, against the segments. */
+static void test_synthetic_segments(void) {
+  for (int it = 0; it < 60; it++) {
+    const int64_t sq = rnd_in(1, 300), sk = rnd_in(1, 400);
+    splat__acsr a;
+    memset(&a, 0, sizeof a);
+    a.seq_q = sq;
+    a.seq_k = sk;
+    a.max_segments = SPLAT_MAX_SEGMENTS;
+    a.row_seg = malloc((size_t)(sq + 1) * sizeof *a.row_seg);
+    a.rem_row = calloc((size_t)(sq + 1), sizeof *a.rem_row);
+    a.segs = malloc((size_t)(sq * SPLAT_MAX_SEGMENTS) * sizeof *a.segs);
+    int64_t n = 0;
+    /* a few row "styles" so tiles share classes sometimes */
+    const int64_t base_d = rnd_in(2, 16);
+    for (int64_t i = 0; i < sq; i++) {
+      a.row_seg[i] = n;
+      int64_t pos = rnd_in(0, 20);
+      const int nseg = (int)rnd_in(0, 4);
+      for (int s = 0; s < nseg && pos < sk; s++) {
+        splat__segment g;
+        const int form = (int)(rnd() % 3);
+        if (form == 0) {
+          const int64_t len = rnd_in(1, 60);
+          g = (splat__segment){(int32_t)pos, 1, (int32_t)(pos + len <= sk ? len : sk - pos), 1};
+        } else {
+          const int64_t d = (rnd() % 2) ? base_d : rnd_in(2, 20);
+          const int64_t w = form == 1 ? 1 : rnd_in(1, d - 1);
+          const int64_t o = pos + ((rnd() % 2) ? (i % d) : rnd_in(0, d - 1));
+          int64_t cnt = rnd_in(2, 30);
+          while (cnt >= 2 && o + (cnt - 1) * d + w - 1 >= sk) cnt--;
+          if (cnt < 2) break;
+          g = (splat__segment){(int32_t)o, (int32_t)d, (int32_t)cnt, (int32_t)w};
+        }
+        a.segs[n++] = g;
+        a.nnz += splat__segment_nnz(g);
+        pos = splat__segment_last(g) + 1 + rnd_in(0, 30);
+      }
+    }
+    a.row_seg[sq] = n;
+    a.width = 1;
+    for (int64_t i = 0; i < sq; i++)
+      if (splat__acsr_row_nnz(&a, i) > a.width) a.width = splat__acsr_row_nnz(&a, i);
+    for (int sh = 0; sh < NSHAPES; sh++) {
+      splat__tile_plan t;
+      char what[128];
+      snprintf(what, sizeof what, "synthetic #%d %lldx%lld tile %dx%d", it, (long long)sq,
+               (long long)sk, tile_shapes[sh][0], tile_shapes[sh][1]);
+      CHECK(splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
+      CHECKF(check_plan_exact(&a, &t, NULL, what), "%s", what);
+      /* a permuted plan of this kind (no irregular rows) keeps one class per tile */
+      splat__tile_plan_free(&t);
+    }
+    splat__acsr_free(&a);
+  }
+}
+
+/* ------------------------------------------------------------ alignment */
+
+static int analyze_spec(const char *spec, int64_t seq, int tq, int tk, splat_report *r) {
+  splat_pattern *p = NULL;
+  splat_status st = splat_pattern_parse(spec, seq, 0, &p);
+  if (st != SPLAT_OK) {
+    fprintf(stderr, "  parse '%s': %s\n", spec, splat_last_error(NULL));
+    return 0;
+  }
+  st = splat_analyze(p, tq, tk, 0, r);
+  splat_pattern_destroy(p);
+  if (st != SPLAT_OK) fprintf(stderr, "  analyze '%s': %s\n", spec, splat_last_error(NULL));
+  return st == SPLAT_OK;
+}
+
+static void test_alignment(void) {
+  splat_report w, dl, sd, sw;
+  if (!analyze_spec("window(64)", 4096, 128, 128, &w) ||
+      !analyze_spec("dilated(64,4)", 4096, 128, 128, &dl) ||
+      !analyze_spec("strided(16)", 4096, 128, 128, &sd) ||
+      !analyze_spec("strided(64) | window(64)", 4096, 128, 128, &sw)) {
+    CHECK(0);
+    return;
+  }
+  CHECK(w.rows_permuted == 0);
+  CHECK(dl.rows_permuted == 1);
+  CHECK(sd.rows_permuted == 1);
+  CHECKF(dl.tile_waste <= 1.3 * w.tile_waste, "dilated(64,4) waste %.3f vs window(64) %.3f",
+         dl.tile_waste, w.tile_waste);
+  CHECKF(sd.tile_waste <= 1.3 * w.tile_waste && sd.tile_waste < 1.5,
+         "strided(16) waste %.3f vs window(64) %.3f", sd.tile_waste, w.tile_waste);
+  CHECK(sd.full_tiles > 0 && sd.predicated_tiles == 0);
+  printf(
+      "tile waste at 4096, 128x128: window(64) %.3f, dilated(64,4) %.3f (permuted %d), "
+      "strided(16) %.3f (permuted %d), strided(64)|window(64) %.3f (permuted %d)\n",
+      w.tile_waste, dl.tile_waste, dl.rows_permuted, sd.tile_waste, sd.rows_permuted, sw.tile_waste,
+      sw.rows_permuted);
+}
+
+/* ------------------------------------------------------------ report */
+
+static void test_report_bytes(void) {
+  const char *specs[] = {"window(3)",        "dilated(20,130)", "strided(200)",
+                         "longformer(40,7)", "dense",           "strided(256)"};
+  const int64_t sizes[][2] = {{300, 300}, {129, 700}, {700, 129}, {1, 1}};
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+      const int64_t sq = sizes[z][0], sk = sizes[z][1];
+      splat_pattern *p = NULL;
+      if (splat_pattern_parse(specs[s], sq, sk, &p) != SPLAT_OK) {
+        CHECKF(0, "parse %s", specs[s]);
+        continue;
+      }
+      for (int K = 1; K <= SPLAT_MAX_SEGMENTS; K += 7) {
+        splat_report r;
+        CHECK(splat_analyze(p, 0, 0, K, &r) == SPLAT_OK);
+        int64_t nnz = 0;
+        const int64_t bq = (sq + 127) / 128, bk = (sk + 127) / 128;
+        uint8_t *blk = calloc((size_t)(bq * bk), 1);
+        int64_t *cols = malloc((size_t)sk * sizeof *cols);
+        for (int64_t i = 0; i < sq; i++) {
+          int64_t n = 0;
+          splat_pattern_row(p, i, cols, sk, &n);
+          nnz += n;
+          for (int64_t k = 0; k < n; k++) blk[(i / 128) * bk + cols[k] / 128] = 1;
+        }
+        int64_t blocks = 0;
+        for (int64_t b = 0; b < bq * bk; b++) blocks += blk[b];
+        CHECKF(r.nnz == nnz, "%s %lldx%lld nnz", specs[s], (long long)sq, (long long)sk);
+        CHECK(r.csr_bytes == (sq + 1 + nnz) * 4);
+        CHECKF(r.bsr_blocks == blocks, "%s %lldx%lld K=%d: bsr_blocks %lld, brute %lld", specs[s],
+               (long long)sq, (long long)sk, K, (long long)r.bsr_blocks, (long long)blocks);
+        CHECK(r.bsr_bytes == (bq + 1 + blocks) * 4);
+        const int64_t want_acsr =
+            (sq + 1) * 4 + r.segments * 16 +
+            (r.irregular_rows > 0 ? (sq + 1) * 4 + (nnz - r.regular_nnz) * 4 : 0);
+        CHECK(r.acsr_bytes == want_acsr);
+        CHECK(r.density == (double)nnz / ((double)sq * (double)sk));
+        CHECK(r.regular_fraction == (nnz ? (double)r.regular_nnz / (double)nnz : 1.0));
+        CHECK(r.tile_q == 128 && r.tile_k == 128 && r.max_segments == K);
+        CHECK(r.tile_waste == (r.regular_nnz ? (double)r.computed / (double)r.regular_nnz : 0.0));
+        free(blk);
+        free(cols);
+      }
+      splat_pattern_destroy(p);
+    }
+  }
+  /* An empty mask: regular_fraction 1, waste 0, no tiles computed. */
+  uint8_t zero[6 * 5] = {0};
+  splat_pattern *p = NULL;
+  CHECK(splat_pattern_from_mask(zero, 6, 5, &p) == SPLAT_OK);
+  splat_report r;
+  CHECK(p && splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
+  CHECK(r.nnz == 0 && r.regular_fraction == 1.0 && r.tile_waste == 0.0 && r.computed == 0);
+  CHECK(r.max_row_nnz == 1 && r.rows_by_segments[0] == 6 && r.bsr_blocks == 0);
+  splat_pattern_destroy(p);
+}
+
+static const char *field_names[] = {"seq_q",
+                                    "seq_k",
+                                    "nnz",
+                                    "density",
+                                    "max_row_nnz",
+                                    "max_segments",
+                                    "rows_by_segments",
+                                    "segments",
+                                    "regular_nnz",
+                                    "regular_fraction",
+                                    "irregular_rows",
+                                    "acsr_bytes",
+                                    "csr_bytes",
+                                    "bsr_blocks",
+                                    "bsr_bytes",
+                                    "tile_q",
+                                    "tile_k",
+                                    "rows_permuted",
+                                    "query_tiles",
+                                    "key_runs",
+                                    "full_tiles",
+                                    "predicated_tiles",
+                                    "computed",
+                                    "tile_waste",
+                                    "analysis_ms",
+                                    "plan_ms",
+                                    "report_ms"};
+
+static void test_format(void) {
+  splat_report r;
+  if (!analyze_spec("longformer(16,4)", 1000, 64, 64, &r)) {
+    CHECK(0);
+    return;
+  }
+  size_t len = 0;
+  CHECK(splat_report_format(&r, 1, NULL, 0, &len) == SPLAT_OK);
+  CHECK(len > 0);
+  char *js = malloc(len + 1);
+  size_t len2 = 0;
+  CHECK(splat_report_format(&r, 1, js, len + 1, &len2) == SPLAT_OK);
+  CHECK(len2 == len && strlen(js) == len);
+  /* one line, balanced braces and brackets, every field name as a key */
+  int depth = 0, ok = 1, in_str = 0;
+  for (size_t i = 0; i < len; i++) {
+    const char c = js[i];
+    if (c == '"') in_str = !in_str;
+    if (in_str) continue;
+    if (c == '{' || c == '[') depth++;
+    if (c == '}' || c == ']') depth--;
+    if (depth < 0 || c == '\n') ok = 0;
+    if (depth == 0 && i + 1 < len) ok = 0; /* one object, nothing after it */
+  }
+  CHECKF(ok && depth == 0 && js[0] == '{' && js[len - 1] == '}', "bad JSON: %s", js);
+  for (size_t f = 0; f < sizeof field_names / sizeof field_names[0]; f++) {
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", field_names[f]);
+    CHECKF(strstr(js, key) != NULL, "JSON lacks %s", key);
+  }
+  CHECK(strstr(js, "nan") == NULL && strstr(js, "inf") == NULL);
+  /* rows_by_segments has K + 2 entries */
+  const char *h = strstr(js, "\"rows_by_segments\":[");
+  if (h) {
+    int commas = 0;
+    for (const char *c = h; *c && *c != ']'; c++) commas += *c == ',';
+    CHECK(commas == r.max_segments + 1);
+  }
+  free(js);
+
+  /* text: readable, multi-line; a tiny buffer truncates and reports the length */
+  CHECK(splat_report_format(&r, 0, NULL, 0, &len) == SPLAT_OK);
+  char *txt = malloc(len + 1);
+  CHECK(splat_report_format(&r, 0, txt, len + 1, &len2) == SPLAT_OK && len2 == len);
+  CHECK(strlen(txt) == len);
+  CHECK(strstr(txt, "density") && strstr(txt, "ACSR") && strstr(txt, "CSR") && strstr(txt, "BSR") &&
+        strstr(txt, "tile waste") && strstr(txt, "irregular"));
+  char tiny[8];
+  memset(tiny, 'x', sizeof tiny);
+  size_t tl = 0;
+  CHECK(splat_report_format(&r, 0, tiny, sizeof tiny, &tl) == SPLAT_OK);
+  CHECK(tl == len && tiny[7] == '\0' && strncmp(tiny, txt, 7) == 0);
+  char one[1] = {'x'};
+  CHECK(splat_report_format(&r, 1, one, 1, NULL) == SPLAT_OK && one[0] == '\0');
+  printf("---- report of longformer(16,4) at 1000, tile 64x64 ----\n%s", txt);
+  free(txt);
+}
+
+/* ------------------------------------------------------------ misuse */
+
+static void test_misuse(void) {
+  splat_pattern *p = NULL;
+  CHECK(splat_pattern_parse("window(4)", 64, 0, &p) == SPLAT_OK);
+  splat_report r;
+  CHECK(splat_analyze(NULL, 0, 0, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_analyze(p, 0, 0, 0, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_analyze(p, -1, 0, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(splat_last_error(NULL), "tile_q") != NULL);
+  CHECK(splat_analyze(p, 1025, 0, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(splat_last_error(NULL), "tile_q=1025") != NULL);
+  CHECK(splat_analyze(p, 0, -3, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(splat_last_error(NULL), "tile_k=-3") != NULL);
+  CHECK(splat_analyze(p, 0, 2000, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_analyze(p, 0, 0, -1, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(splat_last_error(NULL), "max_segments") != NULL);
+  CHECK(splat_analyze(p, 0, 0, SPLAT_MAX_SEGMENTS + 1, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat_analyze(p, 1024, 1024, SPLAT_MAX_SEGMENTS, &r) == SPLAT_OK);
+  CHECK(splat_analyze(p, 1, 1, 1, &r) == SPLAT_OK);
+  CHECK(splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
+  CHECK(r.tile_q == 128 && r.tile_k == 128 && r.max_segments == SPLAT_MAX_SEGMENTS);
+  CHECK(splat_report_format(NULL, 0, NULL, 0, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  char buf[4];
+  CHECK(splat_report_format(&r, 0, NULL, sizeof buf, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  splat_report bad = r;
+  bad.max_segments = 99;
+  CHECK(splat_report_format(&bad, 1, buf, sizeof buf, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  /* internal entry points */
+  splat__acsr a;
+  CHECK(splat__acsr_build(NULL, 1, &a) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__acsr_build(p, SPLAT_MAX_SEGMENTS + 1, &a) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__acsr_build(p, 2, &a) == SPLAT_OK);
+  splat__tile_plan t;
+  CHECK(splat__tile_plan_build(&a, -1, 8, &t) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__tile_plan_build(&a, 8, 1025, &t) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__tile_plan_build(NULL, 8, 8, &t) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__report_build(&a, NULL, &r) == SPLAT_ERR_INVALID_ARGUMENT);
+  splat__acsr_free(&a);
+  splat__acsr_free(NULL);
+  splat__tile_plan_free(NULL);
+  splat_pattern_destroy(p);
+}
+
+/* ------------------------------------------------------------ speed (printed) */
+
+static void test_speed(void) {
+  const char *specs[] = {"longformer(256,64)", "window(256)", "dilated(256,2)",
+                         "strided(64) | window(64)"};
+  for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++) {
+    splat_pattern *p = NULL;
+    if (splat_pattern_parse(specs[s], 131072, 0, &p) != SPLAT_OK) {
+      CHECKF(0, "parse %s: %s", specs[s], splat_last_error(NULL));
+      continue;
+    }
+    double best_a = 1e30, best_p = 1e30, best_r = 1e30;
+    splat_report r;
+    memset(&r, 0, sizeof r);
+    for (int rep = 0; rep < 5; rep++) {
+      CHECK(splat_analyze(p, 128, 128, 0, &r) == SPLAT_OK);
+      if (r.analysis_ms + r.plan_ms < best_a + best_p) best_a = r.analysis_ms, best_p = r.plan_ms;
+      if (r.report_ms < best_r) best_r = r.report_ms;
+    }
+    printf(
+        "speed %-26s seq 131072 tile 128x128: analysis %.3f ms + plan %.3f ms = %.3f ms "
+        "(report %.3f ms); waste %.3f, permuted %d, runs %lld\n",
+        specs[s], best_a, best_p, best_a + best_p, best_r, r.tile_waste, r.rows_permuted,
+        (long long)r.key_runs);
+    splat_pattern_destroy(p);
+  }
+}
+
+int main(void) {
+  test_misuse();
+  test_irregular_rows();
+  test_synthetic_segments();
+  test_random_masks();
+  test_reference_patterns();
+  test_alignment();
+  test_report_bytes();
+  test_format();
+  test_speed();
+  return harness_finish();
+}
