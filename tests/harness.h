@@ -8,27 +8,27 @@
 static int harness_passed, harness_failed;
 
 /* Records one assertion; prints the failing expression with its location. */
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (cond) {                                                                  \
-      harness_passed++;                                                          \
-    } else {                                                                     \
-      harness_failed++;                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);            \
-    }                                                                            \
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (cond) {                                                       \
+      harness_passed++;                                               \
+    } else {                                                          \
+      harness_failed++;                                               \
+      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                 \
   } while (0)
 
 /* Like CHECK, with a printf-style explanation on failure. */
-#define CHECKF(cond, ...)                                                        \
-  do {                                                                           \
-    if (cond) {                                                                  \
-      harness_passed++;                                                          \
-    } else {                                                                     \
-      harness_failed++;                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
-      fprintf(stderr, __VA_ARGS__);                                              \
-      fputc('\n', stderr);                                                       \
-    }                                                                            \
+#define CHECKF(cond, ...)                                             \
+  do {                                                                \
+    if (cond) {                                                       \
+      harness_passed++;                                               \
+    } else {                                                          \
+      harness_failed++;                                               \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fputc('\n', stderr);                                            \
+    }                                                                 \
   } while (0)
 
 /* Prints the summary line and returns the process exit code. */

@@ -10,7 +10,9 @@
 #define SEQ 40
 #define D 16
 
-static int contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+static int contains(const char *hay, const char *needle) {
+  return strstr(hay, needle) != NULL;
+}
 
 static void test_names(void) {
   CHECK(!strcmp(splat_status_name(SPLAT_OK), "SPLAT_OK"));

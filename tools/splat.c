@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "core/timer.h"
+#include "cuda/kernel_cache.h"
 #include "splat.h"
 
 static const char *usage_main =
@@ -17,6 +18,7 @@ static const char *usage_main =
     "  analyze SPEC --seq N   analyse a pattern: report and a picture of the mask\n"
     "  run                    run attention on a built-in default and check it\n"
     "  env                    which backends exist here, and why not\n"
+    "  cache list|clear       list or empty the on-disk kernel cache\n"
     "  version                print the version\n"
     "\n"
     "`splat <command> --help` describes each command. Pattern grammar: docs/patterns.md.\n";
@@ -52,6 +54,13 @@ static const char *usage_run =
     "  --threads N       CPU threads [all cores]\n"
     "  --repeat R        timed repetitions, median reported [3]\n"
     "  --seed S          input seed [1]\n";
+
+static const char *usage_cache =
+    "usage: splat cache list | splat cache clear\n"
+    "\n"
+    "The kernel cache holds compiled kernels under $SPLAT_CACHE_DIR, else\n"
+    "${XDG_CACHE_HOME:-~/.cache}/splat. `list` prints one line per file (key, arch,\n"
+    "program, sizes, whether it is valid); `clear` removes the cache files and nothing else.\n";
 
 static const char *usage_env =
     "usage: splat env\n"
@@ -430,6 +439,46 @@ done:
   return rc;
 }
 
+/* ------------------------------------------------------------------ cache */
+
+static int print_cache_entry(const splat__cache_entry *e, void *user) {
+  (void)user;
+  if (e->valid) {
+    printf("%s  %-7s %-48s cubin %7lld B  log %6lld B\n", e->key, e->arch, e->program,
+           (long long)e->cubin_bytes, (long long)e->log_bytes);
+  } else {
+    printf("%s  invalid (corrupt, truncated or of another version: %lld B)\n", e->key,
+           (long long)e->file_bytes);
+  }
+  return 0;
+}
+
+static int cmd_cache(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    fputs(usage_cache, stdout);
+    return 0;
+  }
+  if (argc != 1 || (strcmp(argv[0], "list") && strcmp(argv[0], "clear"))) {
+    fprintf(stderr, "splat cache: expected 'list' or 'clear'\n\n%s", usage_cache);
+    return 2;
+  }
+  char dir[4096];
+  splat_status st = splat__cache_dir(dir, sizeof dir);
+  if (st != SPLAT_OK) return fail("finding the cache directory", st, NULL);
+  int64_t n = 0;
+  if (!strcmp(argv[0], "list")) {
+    printf("cache directory: %s\n", dir);
+    st = splat__cache_list(print_cache_entry, NULL, &n);
+    if (st != SPLAT_OK) return fail("listing the cache", st, NULL);
+    printf("%lld file(s)\n", (long long)n);
+  } else {
+    st = splat__cache_clear(&n);
+    if (st != SPLAT_OK) return fail("clearing the cache", st, NULL);
+    printf("removed %lld file(s) from %s\n", (long long)n, dir);
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------------ env */
 
 static int cmd_env(int argc, char **argv) {
@@ -472,6 +521,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "analyze")) return cmd_analyze(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "env")) return cmd_env(argc - 2, argv + 2);
+  if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("splat %s\n", splat_version());
     return 0;

@@ -9,13 +9,13 @@
 
 typedef struct splat__acsr {
   int64_t seq_q, seq_k;
-  int max_segments;       /* K */
-  int64_t nnz;            /* all mask elements */
-  int64_t width;          /* W = max row nnz, at least 1 */
+  int max_segments; /* K */
+  int64_t nnz;      /* all mask elements */
+  int64_t width;    /* W = max row nnz, at least 1 */
   /* Segments of regular row i: segs[row_seg[i] .. row_seg[i+1]). Irregular rows have
    * an empty range here and their columns in the remainder. [seq_q + 1] */
   int64_t *row_seg;
-  splat__segment *segs;   /* [row_seg[seq_q]] */
+  splat__segment *segs; /* [row_seg[seq_q]] */
   /* Irregular remainder (CSR): columns of row i are rem_cols[rem_row[i] .. rem_row[i+1]),
    * empty for regular rows. [seq_q + 1] and [rem_nnz] */
   int64_t *rem_row;

@@ -207,7 +207,8 @@ static int ensure_groups(builder *b, int64_t n) {
   b->f = p;
   GROW(glo)
   GROW(ghi)
-  GROW(gcnt) GROW(gpos) GROW(gorder) GROW(gpairs)
+  GROW(gcnt)
+  GROW(gpos) GROW(gorder) GROW(gpairs)
 #undef GROW
       b->g_cap = c;
   return 1;

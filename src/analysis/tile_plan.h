@@ -29,9 +29,9 @@ typedef struct splat__key_run {
 } splat__key_run;
 
 typedef struct splat__query_tile {
-  int64_t row_begin;  /* first position in permuted row order */
-  int32_t nrows;      /* 1..tile_q rows, all of one (stride, phase) class */
-  int64_t run_begin;  /* runs[run_begin .. run_begin + nruns) */
+  int64_t row_begin; /* first position in permuted row order */
+  int32_t nrows;     /* 1..tile_q rows, all of one (stride, phase) class */
+  int64_t run_begin; /* runs[run_begin .. run_begin + nruns) */
   int32_t nruns;
 } splat__query_tile;
 
@@ -47,7 +47,7 @@ typedef struct splat__tile_plan {
   splat__key_run *runs;
   int64_t nruns;
   int64_t full_tiles, predicated_tiles;
-  int64_t computed;   /* sum over key tiles of tile_q * tile_k */
+  int64_t computed; /* sum over key tiles of tile_q * tile_k */
 } splat__tile_plan;
 
 /* Key of gathered index g in group grp. */

@@ -6,8 +6,8 @@
 
 #include "core/context.h"
 
-splat_status splat__cpu_sddmm(const splat_plan *plan, const splat_tensor *q,
-                              const splat_tensor *k, double scale, const splat_tensor *scores);
+splat_status splat__cpu_sddmm(const splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                              double scale, const splat_tensor *scores);
 splat_status splat__cpu_softmax(const splat_plan *plan, const splat_tensor *scores, double scale,
                                 const splat_tensor *probs, const splat_tensor *lse);
 splat_status splat__cpu_spmm(const splat_plan *plan, const splat_tensor *probs,

@@ -22,7 +22,9 @@ typedef struct splat__segment {
 } splat__segment;
 
 /* Number of columns of a segment. */
-static inline int64_t splat__segment_nnz(splat__segment s) { return (int64_t)s.count * s.width; }
+static inline int64_t splat__segment_nnz(splat__segment s) {
+  return (int64_t)s.count * s.width;
+}
 /* Last column of a segment. */
 static inline int64_t splat__segment_last(splat__segment s) {
   return (int64_t)s.start + (int64_t)(s.count - 1) * s.stride + s.width - 1;
