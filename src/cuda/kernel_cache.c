@@ -1,0 +1,650 @@
+/* kernel_cache.c — memory and disk caches of compiled kernels (see kernel_cache.h):
+ * keys, the cache file format, atomic writes, validation, listing, clearing, and the
+ * SPLAT_DUMP_DIR dumps. */
+#include "cuda/kernel_cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/timer.h"
+
+/* ---------------------------------------------------------------- the file format
+ * A cache file <32 hex key>.cubin is this header followed by the payload: program
+ * name, arch, CUBIN, log (no NULs). All integers in host byte order (a file of another
+ * byte order fails the magic/format check and is ignored). checksum = the 128-bit hash
+ * (lo half) of the header with checksum = 0, then the payload. */
+#define CACHE_MAGIC "SPLATKC\0"
+#define CACHE_FORMAT 1u
+#define CACHE_MAX_FILE (1u << 30) /* larger files are not ours */
+
+typedef struct cache_header {
+  char magic[8];
+  uint32_t format;
+  uint32_t header_bytes;
+  uint64_t key_hi, key_lo;
+  uint64_t cubin_bytes, log_bytes;
+  uint32_t name_bytes, arch_bytes;
+  uint64_t checksum;
+  uint64_t created_unix;
+} cache_header;
+
+static uint64_t file_checksum(const cache_header *h, const unsigned char *payload, size_t n) {
+  cache_header copy = *h;
+  copy.checksum = 0;
+  splat__hash s;
+  splat__hash_init(&s);
+  splat__hash_update(&s, &copy, sizeof copy);
+  splat__hash_update(&s, payload, n);
+  return splat__hash_final(&s).lo;
+}
+
+/* A cache file read into memory and checked. Pointers point into `data`. */
+typedef struct cache_file {
+  unsigned char *data;
+  size_t size;
+  cache_header header;
+  const char *name, *arch, *log;
+  const unsigned char *cubin;
+} cache_file;
+
+/* Reads and validates path. Returns 1 when the file is a complete, uncorrupted entry
+ * (and, when key is not NULL, of that key); 0 otherwise (why says why; file->data is
+ * freed). *missing is set when the file does not exist. */
+static int cache_file_read(const char *path, const splat__hash128 *key, cache_file *file,
+                           int *missing, const char **why) {
+  memset(file, 0, sizeof *file);
+  *missing = 0;
+  *why = "";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *missing = errno == ENOENT || errno == ENOTDIR;
+    *why = "cannot be opened";
+    return 0;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(cache_header) ||
+      st.st_size > (off_t)CACHE_MAX_FILE) {
+    close(fd);
+    *why = "has an impossible size";
+    return 0;
+  }
+  size_t size = (size_t)st.st_size;
+  unsigned char *data = malloc(size);
+  if (!data) {
+    close(fd);
+    *why = "does not fit in memory";
+    return 0;
+  }
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = read(fd, data + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  cache_header h;
+  memcpy(&h, data, sizeof h);
+  const char *bad = NULL;
+  if (got != size) {
+    bad = "could not be read completely";
+  } else if (memcmp(h.magic, CACHE_MAGIC, 8) != 0) {
+    bad = "is not a splat cache file";
+  } else if (h.format != CACHE_FORMAT || h.header_bytes != sizeof h) {
+    bad = "is of another format version";
+  } else if (key && (h.key_hi != key->hi || h.key_lo != key->lo)) {
+    bad = "holds another key";
+  } else if (h.cubin_bytes > size || h.log_bytes > size || h.name_bytes > 127 ||
+             h.arch_bytes > 15 || h.cubin_bytes == 0 ||
+             sizeof h + h.name_bytes + h.arch_bytes + h.cubin_bytes + h.log_bytes != size) {
+    bad = "is truncated or has inconsistent sizes";
+  } else if (file_checksum(&h, data + sizeof h, size - sizeof h) != h.checksum) {
+    bad = "fails its checksum";
+  }
+  if (bad) {
+    free(data);
+    *why = bad;
+    return 0;
+  }
+  file->data = data;
+  file->size = size;
+  file->header = h;
+  /* The strings are not NUL-terminated in the file; copy them out where needed. */
+  file->name = (const char *)data + sizeof h;
+  file->arch = file->name + h.name_bytes;
+  file->cubin = (const unsigned char *)file->arch + h.arch_bytes;
+  file->log = (const char *)file->cubin + h.cubin_bytes;
+  return 1;
+}
+
+/* Creates dir and its parents (mode 0755). Returns 0 on success. */
+static int mkdir_p(const char *dir) {
+  char path[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof path) return -1;
+  memcpy(path, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (path[i] == '/' || path[i] == '\0') {
+      char c = path[i];
+      path[i] = '\0';
+      if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+      path[i] = c;
+    }
+  }
+  struct stat st;
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+static int write_all(int fd, const void *data, size_t n) {
+  const unsigned char *p = data;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Writes the entry to dir/<hex>.cubin atomically: a unique temporary file in the same
+ * directory, then rename(2), so readers see either no file or a complete one and two
+ * writers of the same key simply replace each other's identical file. No fsync: after
+ * a crash a file may be short or empty, and validation rejects it. Returns 0 on
+ * success; failures are logged by the caller. */
+static int cache_file_write(const char *dir, const char *hex, const splat__hash128 *key,
+                            const char *program, const char *arch, const void *cubin,
+                            size_t cubin_bytes, const char *log, const char **why) {
+  if (mkdir_p(dir) != 0) {
+    *why = "the directory cannot be created";
+    return -1;
+  }
+  cache_header h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, CACHE_MAGIC, 8);
+  h.format = CACHE_FORMAT;
+  h.header_bytes = sizeof h;
+  h.key_hi = key->hi;
+  h.key_lo = key->lo;
+  size_t name_len = strlen(program), arch_len = strlen(arch), log_len = strlen(log);
+  if (name_len > 127) name_len = 127;
+  if (arch_len > 15) arch_len = 15;
+  h.name_bytes = (uint32_t)name_len;
+  h.arch_bytes = (uint32_t)arch_len;
+  h.cubin_bytes = cubin_bytes;
+  h.log_bytes = log_len;
+  h.created_unix = (uint64_t)time(NULL);
+  size_t payload = name_len + arch_len + cubin_bytes + log_len;
+  unsigned char *buf = malloc(sizeof h + payload);
+  if (!buf) {
+    *why = "out of memory";
+    return -1;
+  }
+  unsigned char *p = buf + sizeof h;
+  memcpy(p, program, name_len);
+  p += name_len;
+  memcpy(p, arch, arch_len);
+  p += arch_len;
+  memcpy(p, cubin, cubin_bytes);
+  p += cubin_bytes;
+  memcpy(p, log, log_len);
+  h.checksum = file_checksum(&h, buf + sizeof h, payload);
+  memcpy(buf, &h, sizeof h);
+
+  char tmp[4200], final_path[4200];
+  snprintf(tmp, sizeof tmp, "%s/.tmp-%s-XXXXXX", dir, hex);
+  snprintf(final_path, sizeof final_path, "%s/%s.cubin", dir, hex);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    free(buf);
+    *why = "a temporary file cannot be created";
+    return -1;
+  }
+  int rc = write_all(fd, buf, sizeof h + payload);
+  free(buf);
+  if (rc == 0) rc = fchmod(fd, 0644);
+  if (close(fd) != 0) rc = -1;
+  if (rc == 0) rc = rename(tmp, final_path);
+  if (rc != 0) {
+    unlink(tmp);
+    *why = "writing or renaming the temporary file failed";
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- directories */
+
+splat_status splat__cache_dir(char *buf, size_t cap) {
+  if (!buf || cap == 0) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat__cache_dir: no buffer");
+  }
+  buf[0] = '\0';
+  const char *dir = getenv("SPLAT_CACHE_DIR");
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  const char *home = getenv("HOME");
+  int n;
+  if (dir && *dir) {
+    n = snprintf(buf, cap, "%s", dir);
+  } else if (xdg && xdg[0] == '/') {
+    n = snprintf(buf, cap, "%s/splat", xdg);
+  } else if (home && *home) {
+    n = snprintf(buf, cap, "%s/.cache/splat", home);
+  } else {
+    return splat__fail(SPLAT_ERR_IO,
+                       "no kernel cache directory: none of SPLAT_CACHE_DIR, XDG_CACHE_HOME and "
+                       "HOME is set");
+  }
+  if (n < 0 || (size_t)n >= cap) {
+    buf[0] = '\0';
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "the kernel cache directory path is longer than %zu characters", cap - 1);
+  }
+  while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
+  return SPLAT_OK;
+}
+
+/* ---------------------------------------------------------------- the memory cache */
+
+typedef struct mem_entry {
+  splat__hash128 key;
+  void *cubin;
+  size_t cubin_size;
+  char *log;
+} mem_entry;
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static mem_entry *mem_entries;
+static size_t mem_count, mem_cap;
+
+/* Copies an entry into out (caller holds the lock). Returns 0 on success. */
+static int copy_out(const void *cubin, size_t cubin_size, const char *log, splat__compiled *out) {
+  memset(out, 0, sizeof *out);
+  out->cubin = malloc(cubin_size ? cubin_size : 1);
+  out->log = strdup(log ? log : "");
+  if (!out->cubin || !out->log) {
+    splat__compiled_free(out);
+    return -1;
+  }
+  memcpy(out->cubin, cubin, cubin_size);
+  out->cubin_size = cubin_size;
+  return 0;
+}
+
+/* 1 and a copy in out when key is cached; 0 when not; -1 when out of memory. */
+static int mem_lookup(const splat__hash128 *key, splat__compiled *out) {
+  int found = 0;
+  pthread_mutex_lock(&mem_lock);
+  for (size_t i = 0; i < mem_count; i++) {
+    if (mem_entries[i].key.hi == key->hi && mem_entries[i].key.lo == key->lo) {
+      found = copy_out(mem_entries[i].cubin, mem_entries[i].cubin_size, mem_entries[i].log, out)
+                  ? -1
+                  : 1;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&mem_lock);
+  return found;
+}
+
+/* Adds a copy (no-op when the key is present or memory runs out: the cache is an
+ * optimisation). */
+static void mem_insert(const splat__hash128 *key, const void *cubin, size_t cubin_size,
+                       const char *log) {
+  pthread_mutex_lock(&mem_lock);
+  for (size_t i = 0; i < mem_count; i++) {
+    if (mem_entries[i].key.hi == key->hi && mem_entries[i].key.lo == key->lo) {
+      pthread_mutex_unlock(&mem_lock);
+      return;
+    }
+  }
+  if (mem_count == mem_cap) {
+    size_t cap = mem_cap ? 2 * mem_cap : 32;
+    mem_entry *p = realloc(mem_entries, cap * sizeof *p);
+    if (!p) {
+      pthread_mutex_unlock(&mem_lock);
+      return;
+    }
+    mem_entries = p;
+    mem_cap = cap;
+  }
+  mem_entry e = {*key, malloc(cubin_size ? cubin_size : 1), cubin_size, strdup(log ? log : "")};
+  if (!e.cubin || !e.log) {
+    free(e.cubin);
+    free(e.log);
+  } else {
+    memcpy(e.cubin, cubin, cubin_size);
+    mem_entries[mem_count++] = e;
+  }
+  pthread_mutex_unlock(&mem_lock);
+}
+
+void splat__kernel_cache_drop_memory(void) {
+  pthread_mutex_lock(&mem_lock);
+  for (size_t i = 0; i < mem_count; i++) {
+    free(mem_entries[i].cubin);
+    free(mem_entries[i].log);
+  }
+  free(mem_entries);
+  mem_entries = NULL;
+  mem_count = mem_cap = 0;
+  pthread_mutex_unlock(&mem_lock);
+}
+
+/* ---------------------------------------------------------------- keys and dumps */
+
+const char *splat__cache_hit_name(splat__cache_hit hit) {
+  switch (hit) {
+    case SPLAT__CACHE_COMPILED:
+      return "compiled";
+    case SPLAT__CACHE_MEMORY:
+      return "memory";
+    case SPLAT__CACHE_DISK:
+      return "disk";
+  }
+  return "unknown";
+}
+
+splat_status splat__kernel_cache_key(const char *source, const char *program_name, const char *arch,
+                                     splat__hash128 *key) {
+  if (!source || !program_name || !arch || !key) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "kernel cache key: source, program_name, arch and key must not be NULL");
+  }
+  int major = 0, minor = 0;
+  splat_status st = splat__nvrtc_version(&major, &minor);
+  if (st != SPLAT_OK) return st;
+  char options[256];
+  splat__nvrtc_options_text(arch, options, sizeof options);
+  splat__hash h;
+  splat__hash_init(&h);
+  splat__hash_str(&h, "splat kernel cache");
+  splat__hash_u64(&h, CACHE_FORMAT);
+  splat__hash_str(&h, splat_version());
+  splat__hash_u64(&h, (uint64_t)(major * 1000 + minor * 10));
+  splat__hash_str(&h, options);
+  splat__hash_str(&h, arch);
+  splat__hash_str(&h, program_name);
+  splat__hash_str(&h, source);
+  *key = splat__hash_final(&h);
+  return SPLAT_OK;
+}
+
+static void dump_file(const char *dir, const char *base, const char *ext, const char *text) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s%s", dir, base, ext);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    splat__log(SPLAT__LOG_WARN, "SPLAT_DUMP_DIR: cannot write %s (%s)", path, strerror(errno));
+    return;
+  }
+  size_t n = strlen(text);
+  if (fwrite(text, 1, n, f) != n) {
+    splat__log(SPLAT__LOG_WARN, "SPLAT_DUMP_DIR: short write to %s", path);
+  }
+  fclose(f);
+}
+
+/* Writes <name>-<16 hex>.cu, .log and .ptx (a second, PTX-only compile) into
+ * $SPLAT_DUMP_DIR when it is set. Never fails the caller. *ptx_out (may be NULL)
+ * receives the PTX. */
+static void dump(const char *source, const char *program_name, const char *arch, const char *hex,
+                 const char *log, char **ptx_out) {
+  const char *dir = getenv("SPLAT_DUMP_DIR");
+  if (!dir || !*dir) return;
+  if (mkdir_p(dir) != 0) {
+    splat__log(SPLAT__LOG_WARN, "SPLAT_DUMP_DIR=%s cannot be created (%s); nothing dumped", dir,
+               strerror(errno));
+    return;
+  }
+  char base[200];
+  size_t n = 0;
+  for (const char *c = program_name; *c && n < 150; c++) {
+    if (!strcmp(c, ".cu")) break;
+    int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+             *c == '_' || *c == '-' || *c == '.';
+    base[n++] = ok ? *c : '_';
+  }
+  snprintf(base + n, sizeof base - n, "-%.16s", hex);
+  dump_file(dir, base, ".cu", source);
+  dump_file(dir, base, ".log", log ? log : "");
+  char *ptx = NULL;
+  if (splat__nvrtc_ptx(source, program_name, arch, &ptx) == SPLAT_OK) {
+    dump_file(dir, base, ".ptx", ptx);
+  } else {
+    splat__log(SPLAT__LOG_WARN, "SPLAT_DUMP_DIR: no PTX for %s: %s", program_name,
+               splat__thread_error());
+  }
+  if (ptx_out) {
+    *ptx_out = ptx;
+  } else {
+    free(ptx);
+  }
+  splat__log(SPLAT__LOG_INFO, "dumped %s/%s.{cu,log,ptx}", dir, base);
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+splat_status splat__kernel_cache_get(const char *source, const char *program_name, const char *arch,
+                                     splat__compiled *out, splat__cache_hit *hit) {
+  if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat__kernel_cache_get: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (hit) *hit = SPLAT__CACHE_COMPILED;
+  splat__hash128 key;
+  splat_status st = splat__kernel_cache_key(source, program_name, arch, &key);
+  if (st != SPLAT_OK) return st;
+  char hex[33];
+  splat__hash_hex(key, hex);
+
+  int m = mem_lookup(&key, out);
+  if (m < 0) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "kernel cache: out of memory");
+  if (m > 0) {
+    if (hit) *hit = SPLAT__CACHE_MEMORY;
+    splat__log(SPLAT__LOG_DEBUG, "kernel cache: %s (%s) from memory", program_name, hex);
+    return SPLAT_OK;
+  }
+
+  char dir[4096], path[4200];
+  int have_dir = splat__cache_dir(dir, sizeof dir) == SPLAT_OK;
+  if (!have_dir) {
+    splat__log(SPLAT__LOG_WARN, "kernel cache: %s; continuing without the disk cache",
+               splat__thread_error());
+  } else {
+    double t0 = splat__now_ms();
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, hex);
+    cache_file file;
+    int missing = 0;
+    const char *why = "";
+    if (cache_file_read(path, &key, &file, &missing, &why)) {
+      char *log = strndup(file.log, file.header.log_bytes);
+      int failed = !log || copy_out(file.cubin, file.header.cubin_bytes, log, out) != 0;
+      free(file.data);
+      if (failed) {
+        free(log);
+        return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "kernel cache: out of memory");
+      }
+      mem_insert(&key, out->cubin, out->cubin_size, out->log);
+      free(log);
+      if (hit) *hit = SPLAT__CACHE_DISK;
+      splat__log(SPLAT__LOG_DEBUG, "kernel cache: %s from %s in %.2f ms", program_name, path,
+                 splat__now_ms() - t0);
+      dump(source, program_name, arch, hex, out->log, NULL);
+      return SPLAT_OK;
+    }
+    if (!missing) {
+      splat__log(SPLAT__LOG_WARN, "kernel cache: ignoring %s: it %s; it will be replaced", path,
+                 why);
+    }
+  }
+
+  st = splat__nvrtc_compile(source, program_name, arch, out);
+  if (st != SPLAT_OK) {
+    /* Dump what failed too: the source and the full log are what one needs. */
+    const char *dump_dir = getenv("SPLAT_DUMP_DIR");
+    if (dump_dir && *dump_dir && st == SPLAT_ERR_COMPILE) {
+      char message[SPLAT__ERROR_CAP];
+      snprintf(message, sizeof message, "%s", splat__thread_error());
+      if (mkdir_p(dump_dir) == 0) {
+        char base[64];
+        snprintf(base, sizeof base, "failed-%.16s", hex);
+        dump_file(dump_dir, base, ".cu", source);
+        dump_file(dump_dir, base, ".log", message);
+      }
+      splat__fail(st, "%s", message);
+    }
+    return st;
+  }
+  dump(source, program_name, arch, hex, out->log, &out->ptx);
+  mem_insert(&key, out->cubin, out->cubin_size, out->log);
+  if (have_dir) {
+    const char *why = "";
+    if (cache_file_write(dir, hex, &key, program_name, arch, out->cubin, out->cubin_size, out->log,
+                         &why) != 0) {
+      splat__log(SPLAT__LOG_WARN,
+                 "kernel cache: cannot store %s in %s: %s (%s); continuing without the disk cache",
+                 program_name, dir, why, strerror(errno));
+    }
+  }
+  return SPLAT_OK;
+}
+
+/* ---------------------------------------------------------------- list and clear */
+
+static int is_cache_name(const char *name) {
+  if (strlen(name) != 32 + 6 || strcmp(name + 32, ".cubin") != 0) return 0;
+  splat__hash128 k;
+  return splat__hash_parse_hex(name, &k);
+}
+
+static int is_temp_name(const char *name) {
+  return !strncmp(name, ".tmp-", 5);
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir accepted by keep(), sorted. *names: malloc'd array of malloc'd
+ * strings. Returns -1 when dir is missing (with *count 0), -2 on other errors. */
+static int read_names(const char *dir, int (*keep)(const char *), char ***names, size_t *count) {
+  *names = NULL;
+  *count = 0;
+  DIR *d = opendir(dir);
+  if (!d) return errno == ENOENT ? -1 : -2;
+  size_t cap = 0;
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (!keep(e->d_name)) continue;
+    if (*count == cap) {
+      cap = cap ? 2 * cap : 64;
+      char **p = realloc(*names, cap * sizeof *p);
+      if (!p) {
+        rc = -2;
+        break;
+      }
+      *names = p;
+    }
+    char *copy = strdup(e->d_name);
+    if (!copy) {
+      rc = -2;
+      break;
+    }
+    (*names)[(*count)++] = copy;
+  }
+  closedir(d);
+  if (*count) qsort(*names, *count, sizeof **names, cmp_names);
+  return rc;
+}
+
+static void free_names(char **names, size_t count) {
+  for (size_t i = 0; i < count; i++) free(names[i]);
+  free(names);
+}
+
+splat_status splat__cache_list(splat__cache_visit visit, void *user, int64_t *count) {
+  if (count) *count = 0;
+  char dir[4096];
+  splat_status st = splat__cache_dir(dir, sizeof dir);
+  if (st != SPLAT_OK) return st;
+  char **names;
+  size_t n;
+  int rc = read_names(dir, is_cache_name, &names, &n);
+  if (rc == -1) return SPLAT_OK;
+  if (rc != 0) {
+    free_names(names, n);
+    return splat__fail(SPLAT_ERR_IO, "kernel cache: cannot list %s (%s)", dir, strerror(errno));
+  }
+  for (size_t i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    splat__cache_entry e;
+    memset(&e, 0, sizeof e);
+    e.path = path;
+    memcpy(e.key, names[i], 32);
+    e.key[32] = '\0';
+    struct stat sb;
+    if (stat(path, &sb) == 0) e.file_bytes = (int64_t)sb.st_size;
+    splat__hash128 key;
+    splat__hash_parse_hex(names[i], &key);
+    cache_file file;
+    int missing = 0;
+    const char *why = "";
+    if (cache_file_read(path, &key, &file, &missing, &why)) {
+      e.valid = 1;
+      snprintf(e.program, sizeof e.program, "%.*s", (int)file.header.name_bytes, file.name);
+      snprintf(e.arch, sizeof e.arch, "%.*s", (int)file.header.arch_bytes, file.arch);
+      e.cubin_bytes = (int64_t)file.header.cubin_bytes;
+      e.log_bytes = (int64_t)file.header.log_bytes;
+      e.created_unix = (int64_t)file.header.created_unix;
+      free(file.data);
+    } else if (missing) {
+      continue; /* removed while listing */
+    }
+    if (count) (*count)++;
+    if (visit && visit(&e, user)) break;
+  }
+  free_names(names, n);
+  return SPLAT_OK;
+}
+
+static int is_cache_or_temp(const char *name) {
+  return is_cache_name(name) || is_temp_name(name);
+}
+
+splat_status splat__cache_clear(int64_t *removed) {
+  if (removed) *removed = 0;
+  char dir[4096];
+  splat_status st = splat__cache_dir(dir, sizeof dir);
+  if (st != SPLAT_OK) return st;
+  char **names;
+  size_t n;
+  int rc = read_names(dir, is_cache_or_temp, &names, &n);
+  if (rc == -1) return SPLAT_OK;
+  if (rc != 0) {
+    free_names(names, n);
+    return splat__fail(SPLAT_ERR_IO, "kernel cache: cannot list %s (%s)", dir, strerror(errno));
+  }
+  st = SPLAT_OK;
+  for (size_t i = 0; i < n; i++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if (unlink(path) == 0) {
+      if (removed && !is_temp_name(names[i])) (*removed)++;
+    } else if (errno != ENOENT && st == SPLAT_OK) {
+      st = splat__fail(SPLAT_ERR_IO, "kernel cache: cannot remove %s (%s)", path, strerror(errno));
+    }
+  }
+  free_names(names, n);
+  return st;
+}

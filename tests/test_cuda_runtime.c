@@ -1,0 +1,755 @@
+/* test_cuda_runtime.c — the CUDA runtime layer without a GPU: the driver table's
+ * no-device answer and error mapping, the hash, logging defaults, code generation
+ * from embedded templates, NVRTC compiles of smoke.cuh for sm_90a and sm_80 with the
+ * ptxas report, compile errors, the memory and disk kernel caches (corruption,
+ * unwritable directories, 4 concurrent writer processes), list/clear and
+ * SPLAT_DUMP_DIR. NVRTC tests are skipped (not passed) only when NVRTC cannot be
+ * loaded. On a machine with a GPU it also loads and launches the smoke kernel. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "cuda/codegen.h"
+#include "cuda/cuda_types.h"
+#include "cuda/driver.h"
+#include "cuda/kernel_cache.h"
+#include "cuda/nvrtc.h"
+#include "harness.h"
+
+static int skipped;
+
+static void skip(const char *what, const char *why) {
+  printf("SKIP %s: %s\n", what, why);
+  skipped++;
+}
+
+/* ------------------------------------------------------------ files */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static void rm_rf(const char *path) {
+  nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static unsigned char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf) buf[n] = '\0';
+  fclose(f);
+  if (size) *size = (size_t)n;
+  return buf;
+}
+
+static int write_file(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  size_t w = fwrite(data, 1, n, f);
+  fclose(f);
+  return w == n ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ no GPU, errors */
+
+static void test_driver(void) {
+  const splat__cuda_api_table *cu = (const splat__cuda_api_table *)(uintptr_t)1;
+  splat_status st = splat__cuda_api(&cu);
+  if (st != SPLAT_OK) {
+    CHECK(st == SPLAT_ERR_NO_DEVICE);
+    CHECK(cu == NULL);
+    const char *msg = splat__thread_error();
+    CHECKF(strlen(msg) > 20, "message '%s'", msg);
+    CHECKF(strstr(msg, "libcuda") || strstr(msg, "cuInit") || strstr(msg, "driver"), "'%s'", msg);
+    /* Asking again gives the same answer, and devices fail the same way. */
+    CHECK(splat__cuda_api(NULL) == SPLAT_ERR_NO_DEVICE);
+    splat__cuda_device dev;
+    CHECK(splat__cuda_device_open(0, &dev) == SPLAT_ERR_NO_DEVICE);
+    CHECK(dev.context == NULL);
+    splat__cuda_device_close(&dev);
+    splat__cuda_device_close(NULL);
+    CHECK(splat__cuda_push(&dev) == SPLAT_ERR_INVALID_ARGUMENT);
+    CHECK(splat__cuda_pop() == SPLAT_ERR_NO_DEVICE);
+  } else {
+    CHECK(cu != NULL && cu->cuLaunchKernel != NULL && cu->driver_version >= 12000);
+  }
+  /* Error mapping works with or without a driver. */
+  CHECK(splat__cuda_check(CUDA_SUCCESS, "cuMemAlloc") == SPLAT_OK);
+  CHECK(splat__cuda_check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc") == SPLAT_ERR_OUT_OF_MEMORY);
+  CHECKF(strstr(splat__thread_error(), "cuMemAlloc failed: ") == splat__thread_error(), "'%s'",
+         splat__thread_error());
+  CHECK(splat__cuda_check(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData") == SPLAT_ERR_CUDA);
+  const char *msg = splat__thread_error();
+  CHECKF(strstr(msg, "cuModuleLoadData failed: ") &&
+             (strstr(msg, "CUDA_ERROR_INVALID_IMAGE") || strstr(msg, "CUDA error 200")),
+         "'%s'", msg);
+
+  char arch[16];
+  splat__cuda_arch_name(9, 0, arch, sizeof arch);
+  CHECK(!strcmp(arch, "sm_90a"));
+  splat__cuda_arch_name(8, 0, arch, sizeof arch);
+  CHECK(!strcmp(arch, "sm_80"));
+  splat__cuda_arch_name(8, 9, arch, sizeof arch);
+  CHECK(!strcmp(arch, "sm_89"));
+  splat__cuda_arch_name(10, 0, arch, sizeof arch);
+  CHECK(!strcmp(arch, "sm_100"));
+}
+
+/* ------------------------------------------------------------ hash, log */
+
+static void test_hash(void) {
+  /* FNV-1a 64 reference vectors. */
+  CHECK(splat__fnv1a64("", 0) == 0xcbf29ce484222325ull);
+  CHECK(splat__fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+  CHECK(splat__fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
+  /* The 128-bit hash is pinned: changing it silently invalidates every disk cache. */
+  char hex[33];
+  splat__hash_hex(splat__hash_bytes("", 0), hex);
+  CHECKF(!strcmp(hex, "eeac3c200a1a7876183e3f291bb73a54"), "hash('') = %s", hex);
+  splat__hash_hex(splat__hash_bytes("splat", 5), hex);
+  CHECKF(!strcmp(hex, "1b21be0b9b430a2b02a025f33e4baef1"), "hash('splat') = %s", hex);
+  /* Incremental = one shot, whatever the split. */
+  const char *text = "extern \"C\" __global__ void k(int *o) { o[0] = 42; }";
+  size_t n = strlen(text);
+  splat__hash128 whole = splat__hash_bytes(text, n);
+  for (size_t cut = 0; cut <= n; cut += 7) {
+    splat__hash h;
+    splat__hash_init(&h);
+    splat__hash_update(&h, text, cut);
+    splat__hash_update(&h, text + cut, n - cut);
+    splat__hash128 v = splat__hash_final(&h);
+    CHECK(v.hi == whole.hi && v.lo == whole.lo);
+  }
+  /* Strings are length-delimited. */
+  splat__hash a, b;
+  splat__hash_init(&a);
+  splat__hash_str(&a, "ab");
+  splat__hash_str(&a, "c");
+  splat__hash_init(&b);
+  splat__hash_str(&b, "a");
+  splat__hash_str(&b, "bc");
+  splat__hash128 va = splat__hash_final(&a), vb = splat__hash_final(&b);
+  CHECK(va.hi != vb.hi || va.lo != vb.lo);
+  /* One bit flips about half of the output bits. */
+  splat__hash128 x = splat__hash_bytes("splat", 5), y = splat__hash_bytes("splaT", 5);
+  int bits = __builtin_popcountll(x.hi ^ y.hi) + __builtin_popcountll(x.lo ^ y.lo);
+  CHECKF(bits > 40 && bits < 88, "%d bits differ", bits);
+  /* Hex round trip. */
+  splat__hash128 back;
+  splat__hash_hex(whole, hex);
+  CHECK(splat__hash_parse_hex(hex, &back) && back.hi == whole.hi && back.lo == whole.lo);
+  CHECK(!splat__hash_parse_hex("0123456789abcdef0123456789abcdeg", &back));
+
+  if (!getenv("SPLAT_LOG_LEVEL")) {
+    CHECK(splat__log_threshold() == SPLAT__LOG_OFF);
+    CHECK(!splat__log_enabled(SPLAT__LOG_ERROR));
+    splat__log(SPLAT__LOG_ERROR, "this must not print (%d)", 1);
+  }
+}
+
+/* ------------------------------------------------------------ codegen */
+
+/* The smoke kernel's source: out[i] = value + i, kernel name splat_smoke_<tag>. */
+static char *smoke_source(const char *tag, int value, char *kernel, size_t cap) {
+  snprintf(kernel, cap, "splat_smoke_%s", tag);
+  char v[32];
+  snprintf(v, sizeof v, "%d", value);
+  splat__define defs[] = {{"SPLAT_SMOKE_NAME", kernel}, {"SPLAT_SMOKE_VALUE", v}};
+  char comment[128];
+  snprintf(comment, sizeof comment, "smoke kernel %s: out[i] = %d + i", tag, value);
+  char *src = NULL;
+  splat_status st = splat__codegen("smoke.cuh", defs, 2, comment, &src);
+  CHECKF(st == SPLAT_OK, "%s", splat__thread_error());
+  return src;
+}
+
+static void test_codegen(void) {
+  CHECK(splat__kernel_template("smoke.cuh") != NULL);
+  CHECK(splat__kernel_template("params.cuh") != NULL);
+  CHECK(splat__kernel_template("nope.cuh") == NULL);
+  CHECK(splat__kernel_template(NULL) == NULL);
+  CHECK(splat__kernel_template_name(0) != NULL);
+  CHECK(splat__kernel_template_name(-1) == NULL);
+  CHECK(splat__kernel_template_name(100000) == NULL);
+  int found = 0;
+  for (int i = 0; splat__kernel_template_name(i); i++) {
+    found |= !strcmp(splat__kernel_template_name(i), "smoke.cuh");
+    if (i > 0)
+      CHECK(strcmp(splat__kernel_template_name(i - 1), splat__kernel_template_name(i)) < 0);
+  }
+  CHECK(found);
+
+  splat__define defs[] = {
+      {"SPLAT_SMOKE_NAME", "splat_smoke_cg"}, {"SPLAT_SMOKE_VALUE", "42"}, {"SPLAT_BARE", NULL}};
+  char *src = NULL;
+  CHECK(splat__codegen("smoke.cuh", defs, 3, "smoke, value 42 */ evil", &src) == SPLAT_OK);
+  if (src) {
+    const char *want =
+        "/* smoke, value 42 * / evil */\n#define SPLAT_SMOKE_NAME splat_smoke_cg\n"
+        "#define SPLAT_SMOKE_VALUE 42\n#define SPLAT_BARE\n#line 1 \"kernels/smoke.cuh\"\n";
+    CHECKF(!strncmp(src, want, strlen(want)), "source starts:\n%.300s", src);
+    /* params.cuh is expanded in place, once, and the include line is gone. */
+    const char *params = strstr(src, "#line 1 \"kernels/params.cuh\"\n");
+    CHECK(params != NULL);
+    CHECK(strstr(src, "SPLAT_KERNELS_PARAMS_CUH") != NULL);
+    CHECK(strstr(src, "#include \"params.cuh\"") == NULL);
+    CHECK(strstr(src, "extern \"C\" __global__ void SPLAT_SMOKE_NAME") != NULL);
+    /* After the include, line numbers resume in smoke.cuh. */
+    CHECK(strstr(src, "\n#line 5 \"kernels/smoke.cuh\"\n") != NULL);
+    free(src);
+  }
+  /* Errors. */
+  src = (char *)1;
+  CHECK(splat__codegen("nope.cuh", NULL, 0, NULL, &src) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(src == NULL);
+  CHECKF(strstr(splat__thread_error(), "nope.cuh") && strstr(splat__thread_error(), "smoke.cuh"),
+         "'%s'", splat__thread_error());
+  splat__define bad_name[] = {{"2X", "1"}};
+  CHECK(splat__codegen("smoke.cuh", bad_name, 1, NULL, &src) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(splat__thread_error(), "'2X'") != NULL);
+  splat__define bad_value[] = {{"X", "1\n#define Y 2"}};
+  CHECK(splat__codegen("smoke.cuh", bad_value, 1, NULL, &src) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__codegen("smoke.cuh", NULL, 1, NULL, &src) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__codegen("smoke.cuh", NULL, 0, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+}
+
+/* ------------------------------------------------------------ NVRTC */
+
+static const char *const ptxas_sample =
+    "ptxas info    : 0 bytes gmem\n"
+    "ptxas info    : Compiling entry function 'first_k' for 'sm_90a'\n"
+    "ptxas info    : Function properties for first_k\n"
+    "ptxas         .     16 bytes stack frame, 24 bytes spill stores, 8 bytes spill loads\n"
+    "ptxas info    : Used 255 registers, used 1 barriers, 4096 bytes smem\n"
+    "ptxas info    : Compiling entry function 'second_k' for 'sm_90a'\n"
+    "ptxas info    : Function properties for second_k\n"
+    "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+    "ptxas info    : Used 40 registers, used 0 barriers\n";
+
+static void test_ptxas_parse(void) {
+  int regs = 0, spills = 0;
+  CHECK(splat__ptxas_parse(ptxas_sample, "second_k", &regs, &spills) == SPLAT_OK);
+  CHECK(regs == 40 && spills == 0);
+  CHECK(splat__ptxas_parse(ptxas_sample, "first_k", &regs, &spills) == SPLAT_OK);
+  CHECK(regs == 255 && spills == 32);
+  CHECK(splat__ptxas_parse(ptxas_sample, NULL, &regs, NULL) == SPLAT_OK && regs == 255);
+  splat__ptxas_stats s;
+  CHECK(splat__ptxas_report(ptxas_sample, "first_k", &s) == SPLAT_OK);
+  CHECK(s.registers == 255 && s.spill_stores == 24 && s.spill_loads == 8 && s.stack == 16 &&
+        s.smem == 4096);
+  CHECK(splat__ptxas_parse(ptxas_sample, "first", &regs, &spills) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(regs == -1 && spills == -1);
+  CHECK(splat__ptxas_parse("", NULL, &regs, &spills) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__ptxas_parse(NULL, NULL, &regs, &spills) == SPLAT_ERR_INVALID_ARGUMENT);
+}
+
+static int have_nvrtc(void) {
+  int major = 0, minor = 0;
+  if (splat__nvrtc_version(&major, &minor) != SPLAT_OK) return 0;
+  return major >= 12;
+}
+
+static void test_nvrtc(void) {
+  if (!have_nvrtc()) {
+    skip("NVRTC compiles", splat__thread_error());
+    return;
+  }
+  char kernel[64];
+  char *src = smoke_source("nv", 7, kernel, sizeof kernel);
+  if (!src) return;
+  const char *archs[] = {"sm_90a", "sm_80"};
+  for (int a = 0; a < 2; a++) {
+    splat__compiled c;
+    double t0 = splat__now_ms();
+    splat_status st = splat__nvrtc_compile(src, "smoke_nv.cu", archs[a], &c);
+    double ms = splat__now_ms() - t0;
+    CHECKF(st == SPLAT_OK, "%s: %s", archs[a], splat__thread_error());
+    if (st != SPLAT_OK) continue;
+    printf("cold NVRTC compile of smoke.cuh for %s: %.1f ms, %zu-byte cubin\n", archs[a], ms,
+           c.cubin_size);
+    CHECK(c.cubin_size > 64 && !memcmp(c.cubin,
+                                       "\x7f"
+                                       "ELF",
+                                       4));
+    CHECK(c.ptx == NULL && c.log != NULL);
+    int regs = -1, spills = -1;
+    CHECKF(splat__ptxas_parse(c.log, kernel, &regs, &spills) == SPLAT_OK, "%s\nlog:\n%s",
+           splat__thread_error(), c.log);
+    CHECKF(regs > 0 && regs < 64 && spills == 0, "regs %d spills %d", regs, spills);
+    char want[96];
+    snprintf(want, sizeof want, "for '%s'", archs[a]);
+    CHECK(strstr(c.log, want) != NULL);
+    splat__compiled_free(&c);
+    CHECK(c.cubin == NULL && c.log == NULL);
+  }
+  char *ptx = NULL;
+  CHECK(splat__nvrtc_ptx(src, "smoke_nv.cu", "sm_90a", &ptx) == SPLAT_OK);
+  CHECK(ptx && strstr(ptx, ".target sm_90a") && strstr(ptx, kernel));
+  free(ptx);
+  free(src);
+
+  /* A compile error: SPLAT_ERR_COMPILE with NVRTC's diagnostic in the message. */
+  splat__compiled c;
+  const char *bad =
+      "extern \"C\" __global__ void k(int *o) {\n  o[0] = splat_undefined_thing;\n}\n";
+  CHECK(splat__nvrtc_compile(bad, "bad.cu", "sm_90a", &c) == SPLAT_ERR_COMPILE);
+  const char *msg = splat__thread_error();
+  CHECKF(strstr(msg, "bad.cu") && strstr(msg, "sm_90a") &&
+             strstr(msg, "identifier \"splat_undefined_thing\" is undefined"),
+         "'%s'", msg);
+  CHECK(c.cubin == NULL && c.log == NULL);
+  /* Arch strings are checked before NVRTC sees them. */
+  CHECK(splat__nvrtc_compile("", "x.cu", "sm_9", &c) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__nvrtc_compile("", "x.cu", "sm_90 -G", &c) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__nvrtc_compile("", "x.cu", "compute_90", &c) == SPLAT_ERR_INVALID_ARGUMENT);
+  /* An arch NVRTC does not know. */
+  CHECK(splat__nvrtc_compile("", "x.cu", "sm_12", &c) == SPLAT_ERR_UNSUPPORTED);
+}
+
+/* ------------------------------------------------------------ the cache */
+
+typedef struct listing {
+  int n, valid;
+  char program[128], arch[16], key[33];
+  int64_t cubin_bytes;
+} listing;
+
+static int collect(const splat__cache_entry *e, void *user) {
+  listing *l = user;
+  l->n++;
+  l->valid += e->valid;
+  snprintf(l->program, sizeof l->program, "%s", e->program);
+  snprintf(l->arch, sizeof l->arch, "%s", e->arch);
+  snprintf(l->key, sizeof l->key, "%s", e->key);
+  l->cubin_bytes = e->cubin_bytes;
+  return 0;
+}
+
+static listing list_cache(void) {
+  listing l;
+  memset(&l, 0, sizeof l);
+  int64_t count = -1;
+  CHECK(splat__cache_list(collect, &l, &count) == SPLAT_OK);
+  CHECK(count == l.n);
+  return l;
+}
+
+/* Same CUBIN (logs differ between compiles: ptxas reports its compile time). */
+static int same(const splat__compiled *a, const splat__compiled *b) {
+  return a->cubin_size == b->cubin_size && !memcmp(a->cubin, b->cubin, a->cubin_size);
+}
+
+/* The disk entry of src is valid: a fresh memory cache reads it back. */
+static int disk_hit(const char *src, const char *name, const char *arch,
+                    const splat__compiled *want) {
+  splat__kernel_cache_drop_memory();
+  splat__compiled c;
+  splat__cache_hit hit = SPLAT__CACHE_COMPILED;
+  if (splat__kernel_cache_get(src, name, arch, &c, &hit) != SPLAT_OK) return 0;
+  int ok = hit == SPLAT__CACHE_DISK && same(&c, want);
+  splat__compiled_free(&c);
+  return ok;
+}
+
+static void test_cache_dir_env(const char *tmp) {
+  char saved_cache[1024] = "", saved_xdg[1024] = "", saved_home[1024] = "";
+  const char *v;
+  int had_cache = (v = getenv("SPLAT_CACHE_DIR")) != NULL;
+  if (had_cache) snprintf(saved_cache, sizeof saved_cache, "%s", v);
+  int had_xdg = (v = getenv("XDG_CACHE_HOME")) != NULL;
+  if (had_xdg) snprintf(saved_xdg, sizeof saved_xdg, "%s", v);
+  int had_home = (v = getenv("HOME")) != NULL;
+  if (had_home) snprintf(saved_home, sizeof saved_home, "%s", v);
+
+  char buf[1024], want[1100];
+  setenv("SPLAT_CACHE_DIR", tmp, 1);
+  CHECK(splat__cache_dir(buf, sizeof buf) == SPLAT_OK && !strcmp(buf, tmp));
+  unsetenv("SPLAT_CACHE_DIR");
+  setenv("XDG_CACHE_HOME", "/xdg/cache", 1);
+  CHECK(splat__cache_dir(buf, sizeof buf) == SPLAT_OK && !strcmp(buf, "/xdg/cache/splat"));
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/home/someone", 1);
+  CHECK(splat__cache_dir(buf, sizeof buf) == SPLAT_OK &&
+        !strcmp(buf, "/home/someone/.cache/splat"));
+  CHECK(splat__cache_dir(buf, 8) == SPLAT_ERR_INVALID_ARGUMENT);
+  unsetenv("HOME");
+  CHECK(splat__cache_dir(buf, sizeof buf) == SPLAT_ERR_IO);
+  snprintf(want, sizeof want, "%s/", tmp);
+  setenv("SPLAT_CACHE_DIR", want, 1);
+  CHECK(splat__cache_dir(buf, sizeof buf) == SPLAT_OK && !strcmp(buf, tmp));
+
+  if (had_home) setenv("HOME", saved_home, 1);
+  if (had_xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+  if (had_cache) {
+    setenv("SPLAT_CACHE_DIR", saved_cache, 1);
+  } else {
+    unsetenv("SPLAT_CACHE_DIR");
+  }
+}
+
+static void cache_path(const char *dir, const char *src, const char *name, const char *arch,
+                       char *path, size_t cap) {
+  splat__hash128 key;
+  CHECK(splat__kernel_cache_key(src, name, arch, &key) == SPLAT_OK);
+  char hex[33];
+  splat__hash_hex(key, hex);
+  snprintf(path, cap, "%s/%s.cubin", dir, hex);
+}
+
+static void test_cache(const char *tmp) {
+  test_cache_dir_env(tmp);
+  if (!have_nvrtc()) {
+    skip("kernel cache", splat__thread_error());
+    return;
+  }
+  char dir[800], path[900];
+  snprintf(dir, sizeof dir, "%s/cache/nested", tmp); /* created on first store */
+  setenv("SPLAT_CACHE_DIR", dir, 1);
+  splat__kernel_cache_drop_memory();
+  listing l = list_cache();
+  CHECK(l.n == 0); /* a missing directory lists nothing */
+  int64_t removed = -1;
+  CHECK(splat__cache_clear(&removed) == SPLAT_OK && removed == 0);
+
+  char kernel[64];
+  char *src = smoke_source("cache", 11, kernel, sizeof kernel);
+  if (!src) return;
+  const char *name = "smoke_cache.cu";
+  cache_path(dir, src, name, "sm_90a", path, sizeof path);
+
+  splat__compiled cold, warm, disk;
+  splat__cache_hit hit = SPLAT__CACHE_DISK;
+  double t0 = splat__now_ms();
+  CHECKF(splat__kernel_cache_get(src, name, "sm_90a", &cold, &hit) == SPLAT_OK, "%s",
+         splat__thread_error());
+  double cold_ms = splat__now_ms() - t0;
+  CHECK(hit == SPLAT__CACHE_COMPILED);
+  CHECK(cold.cubin_size > 0 && cold.compile_ms > 0);
+  CHECK(access(path, R_OK) == 0);
+
+  t0 = splat__now_ms();
+  CHECK(splat__kernel_cache_get(src, name, "sm_90a", &warm, &hit) == SPLAT_OK);
+  double mem_ms = splat__now_ms() - t0;
+  CHECK(hit == SPLAT__CACHE_MEMORY && same(&cold, &warm));
+  splat__compiled_free(&warm);
+
+  splat__kernel_cache_drop_memory();
+  t0 = splat__now_ms();
+  CHECK(splat__kernel_cache_get(src, name, "sm_90a", &disk, &hit) == SPLAT_OK);
+  double disk_ms = splat__now_ms() - t0;
+  CHECK(hit == SPLAT__CACHE_DISK && same(&cold, &disk));
+  CHECK(disk.compile_ms == 0);
+  int regs = -1, spills = -1;
+  CHECK(splat__ptxas_parse(disk.log, kernel, &regs, &spills) == SPLAT_OK && regs > 0);
+  CHECK(!strcmp(disk.log, cold.log));
+  splat__compiled_free(&disk);
+  printf("kernel cache (smoke, sm_90a): compiled %.1f ms, memory hit %.3f ms, disk hit %.3f ms\n",
+         cold_ms, mem_ms, disk_ms);
+
+  /* The same source for another arch is another key. */
+  CHECK(splat__kernel_cache_get(src, name, "sm_80", &warm, &hit) == SPLAT_OK);
+  CHECK(hit == SPLAT__CACHE_COMPILED && !same(&cold, &warm));
+  splat__compiled_free(&warm);
+
+  l = list_cache();
+  CHECK(l.n == 2 && l.valid == 2 && !strcmp(l.program, name));
+  CHECK(!strcmp(l.arch, "sm_90a") || !strcmp(l.arch, "sm_80"));
+
+  /* A corrupted file is ignored, recompiled and replaced. */
+  size_t size = 0;
+  unsigned char *bytes = read_file(path, &size);
+  CHECK(bytes != NULL && size > 200);
+  if (bytes) {
+    bytes[size / 2] ^= 0x40;
+    CHECK(write_file(path, bytes, size) == 0);
+    splat__kernel_cache_drop_memory();
+    CHECK(splat__kernel_cache_get(src, name, "sm_90a", &warm, &hit) == SPLAT_OK);
+    CHECK(hit == SPLAT__CACHE_COMPILED && same(&cold, &warm));
+    splat__compiled_free(&warm);
+    CHECK(disk_hit(src, name, "sm_90a", &cold)); /* rewritten */
+    bytes[size / 2] ^= 0x40;
+    /* Truncated: the same. */
+    CHECK(write_file(path, bytes, size - 10) == 0);
+    splat__kernel_cache_drop_memory();
+    CHECK(splat__kernel_cache_get(src, name, "sm_90a", &warm, &hit) == SPLAT_OK);
+    CHECK(hit == SPLAT__CACHE_COMPILED && same(&cold, &warm));
+    splat__compiled_free(&warm);
+    CHECK(disk_hit(src, name, "sm_90a", &cold));
+    /* Another key's file under this key's name: ignored. */
+    char other[900];
+    cache_path(dir, src, name, "sm_80", other, sizeof other);
+    size_t osize = 0;
+    unsigned char *obytes = read_file(other, &osize);
+    CHECK(obytes && write_file(path, obytes, osize) == 0);
+    splat__kernel_cache_drop_memory();
+    CHECK(splat__kernel_cache_get(src, name, "sm_90a", &warm, &hit) == SPLAT_OK);
+    CHECK(hit == SPLAT__CACHE_COMPILED && same(&cold, &warm));
+    splat__compiled_free(&warm);
+    free(obytes);
+    /* Garbage is listed as invalid. */
+    char junk[900];
+    snprintf(junk, sizeof junk, "%s/0123456789abcdef0123456789abcdef.cubin", dir);
+    CHECK(write_file(junk, "not a cache file", 16) == 0);
+    snprintf(junk, sizeof junk, "%s/.tmp-leftover-XXXXXX", dir);
+    CHECK(write_file(junk, "x", 1) == 0);
+    snprintf(junk, sizeof junk, "%s/unrelated.txt", dir);
+    CHECK(write_file(junk, "keep me", 7) == 0);
+    l = list_cache();
+    CHECK(l.n == 3 && l.valid == 2);
+    CHECK(splat__cache_clear(&removed) == SPLAT_OK);
+    CHECK(removed == 3);
+    l = list_cache();
+    CHECK(l.n == 0);
+    CHECK(access(junk, R_OK) == 0); /* clear removes only cache files */
+    free(bytes);
+  }
+
+  /* A cache directory that cannot be created: compiles still succeed. */
+  char file_as_dir[700];
+  snprintf(file_as_dir, sizeof file_as_dir, "%s/a-file", tmp);
+  CHECK(write_file(file_as_dir, "x", 1) == 0);
+  snprintf(dir, sizeof dir, "%s/sub", file_as_dir);
+  setenv("SPLAT_CACHE_DIR", dir, 1);
+  splat__kernel_cache_drop_memory();
+  CHECK(splat__kernel_cache_get(src, name, "sm_90a", &warm, &hit) == SPLAT_OK);
+  CHECK(hit == SPLAT__CACHE_COMPILED && same(&cold, &warm));
+  splat__compiled_free(&warm);
+  CHECK(splat__kernel_cache_get(src, name, "sm_90a", &warm, &hit) == SPLAT_OK);
+  CHECK(hit == SPLAT__CACHE_MEMORY);
+  splat__compiled_free(&warm);
+
+  /* A compile error is not cached. */
+  snprintf(dir, sizeof dir, "%s/cache2", tmp);
+  setenv("SPLAT_CACHE_DIR", dir, 1);
+  CHECK(splat__kernel_cache_get("this is not CUDA", "bad.cu", "sm_90a", &warm, &hit) ==
+        SPLAT_ERR_COMPILE);
+  CHECK(warm.cubin == NULL);
+  CHECK(splat__kernel_cache_get("this is not CUDA", "bad.cu", "sm_90a", &warm, &hit) ==
+        SPLAT_ERR_COMPILE);
+  l = list_cache();
+  CHECK(l.n == 0);
+  splat__compiled_free(&cold);
+  free(src);
+}
+
+/* Four processes compile the same new key at once: all succeed, with identical bytes,
+ * and the file left behind is valid. */
+static void test_cache_concurrent(const char *tmp) {
+  if (!have_nvrtc()) {
+    skip("concurrent cache writers", splat__thread_error());
+    return;
+  }
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/concurrent", tmp);
+  setenv("SPLAT_CACHE_DIR", dir, 1);
+  char kernel[64];
+  char *src = smoke_source("fork", 99, kernel, sizeof kernel);
+  if (!src) return;
+  enum { NPROC = 4 };
+  int gate[2];
+  CHECK(pipe(gate) == 0);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pids[NPROC];
+  for (int i = 0; i < NPROC; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      splat__kernel_cache_drop_memory();
+      splat__compiled out;
+      splat__cache_hit hit;
+      if (splat__kernel_cache_get(src, "smoke_fork.cu", "sm_90a", &out, &hit) != SPLAT_OK) _exit(2);
+      char path[700];
+      snprintf(path, sizeof path, "%s/../child-%d.bin", dir, i);
+      if (write_file(path, out.cubin, out.cubin_size) != 0) _exit(3);
+      _exit(hit == SPLAT__CACHE_MEMORY ? 4 : 0);
+    }
+    CHECK(pids[i] > 0);
+  }
+  close(gate[0]);
+  close(gate[1]); /* releases every child at once */
+  for (int i = 0; i < NPROC; i++) {
+    int status = 0;
+    if (pids[i] <= 0) continue;
+    CHECK(waitpid(pids[i], &status, 0) == pids[i]);
+    CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d status %d", i, status);
+  }
+  size_t n0 = 0;
+  char path[700];
+  snprintf(path, sizeof path, "%s/child-0.bin", tmp);
+  unsigned char *first = read_file(path, &n0);
+  CHECK(first != NULL && n0 > 0);
+  for (int i = 1; i < NPROC && first; i++) {
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/child-%d.bin", tmp, i);
+    unsigned char *other = read_file(path, &n);
+    CHECKF(other && n == n0 && !memcmp(other, first, n0), "child %d's cubin differs", i);
+    free(other);
+  }
+  listing l = list_cache();
+  CHECK(l.n == 1 && l.valid == 1);
+  {
+    /* No temporary file is left behind. */
+    int64_t removed = 0;
+    CHECK(splat__cache_clear(&removed) == SPLAT_OK && removed == 1);
+  }
+  /* The parent sees the same bytes (from memory or a fresh compile). */
+  splat__compiled mine;
+  if (first && splat__kernel_cache_get(src, "smoke_fork.cu", "sm_90a", &mine, NULL) == SPLAT_OK) {
+    CHECK(mine.cubin_size == n0 && !memcmp(mine.cubin, first, n0));
+    splat__compiled_free(&mine);
+  }
+  free(first);
+  free(src);
+}
+
+/* ------------------------------------------------------------ dumps */
+
+static void test_dump(const char *tmp) {
+  if (!have_nvrtc()) {
+    skip("SPLAT_DUMP_DIR", splat__thread_error());
+    return;
+  }
+  char dir[512], cache[512];
+  snprintf(dir, sizeof dir, "%s/dump", tmp);
+  snprintf(cache, sizeof cache, "%s/dump-cache", tmp);
+  setenv("SPLAT_DUMP_DIR", dir, 1);
+  setenv("SPLAT_CACHE_DIR", cache, 1);
+  char kernel[64];
+  char *src = smoke_source("dump", 5, kernel, sizeof kernel);
+  if (!src) return;
+  splat__compiled c;
+  splat__cache_hit hit;
+  CHECK(splat__kernel_cache_get(src, "smoke_dump.cu", "sm_90a", &c, &hit) == SPLAT_OK);
+  CHECK(hit == SPLAT__CACHE_COMPILED);
+  CHECK(c.ptx != NULL && strstr(c.ptx, kernel) != NULL);
+  splat__compiled_free(&c);
+  splat__hash128 key;
+  CHECK(splat__kernel_cache_key(src, "smoke_dump.cu", "sm_90a", &key) == SPLAT_OK);
+  char hex[33];
+  splat__hash_hex(key, hex);
+  const char *exts[] = {".cu", ".ptx", ".log"};
+  for (int i = 0; i < 3; i++) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/smoke_dump-%.16s%s", dir, hex, exts[i]);
+    unsigned char *text = read_file(path, NULL);
+    CHECKF(text != NULL, "%s missing", path);
+    if (!text) continue;
+    if (i == 0) CHECK(!strcmp((char *)text, src));
+    if (i == 1) CHECK(strstr((char *)text, ".entry") != NULL);
+    if (i == 2) CHECK(strstr((char *)text, "Used ") != NULL);
+    free(text);
+  }
+  unsetenv("SPLAT_DUMP_DIR");
+  free(src);
+}
+
+/* ------------------------------------------------------------ with a GPU */
+
+static void test_gpu(void) {
+  const splat__cuda_api_table *cu = NULL;
+  if (splat__cuda_api(&cu) != SPLAT_OK) {
+    skip("GPU launch", splat__thread_error());
+    return;
+  }
+  if (!have_nvrtc()) {
+    skip("GPU launch", "NVRTC is not available");
+    return;
+  }
+  splat__cuda_device dev;
+  CHECKF(splat__cuda_device_open(0, &dev) == SPLAT_OK, "%s", splat__thread_error());
+  if (!dev.context) return;
+  printf("device 0: %s, %s, %d SMs, %d bytes shared/block opt-in\n", dev.name, dev.arch,
+         dev.sm_count, dev.max_smem_per_block_optin);
+  CHECK(dev.sm_count > 0 && dev.max_smem_per_block_optin >= dev.max_smem_per_block);
+  char kernel[64];
+  char *src = smoke_source("gpu", 1000, kernel, sizeof kernel);
+  splat__compiled c;
+  memset(&c, 0, sizeof c);
+  CHECKF(src && splat__kernel_cache_get(src, "smoke_gpu.cu", dev.arch, &c, NULL) == SPLAT_OK, "%s",
+         splat__thread_error());
+  if (c.cubin && splat__cuda_push(&dev) == SPLAT_OK) {
+    CUmodule mod = NULL;
+    CUfunction fn = NULL;
+    CUdeviceptr d = 0;
+    const int64_t n = 1000;
+    int32_t host[1000];
+    CHECK(splat__cuda_check(cu->cuModuleLoadData(&mod, c.cubin), "cuModuleLoadData") == SPLAT_OK);
+    CHECK(mod && splat__cuda_check(cu->cuModuleGetFunction(&fn, mod, kernel),
+                                   "cuModuleGetFunction") == SPLAT_OK);
+    int regs = -1, ptxas_regs = -2;
+    if (fn) {
+      CHECK(cu->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn) == CUDA_SUCCESS);
+      splat__ptxas_parse(c.log, kernel, &ptxas_regs, NULL);
+      CHECKF(regs == ptxas_regs, "driver %d registers, ptxas %d", regs, ptxas_regs);
+    }
+    CHECK(splat__cuda_check(cu->cuMemAlloc(&d, sizeof host), "cuMemAlloc") == SPLAT_OK);
+    if (fn && d) {
+      CHECK(cu->cuMemsetD8Async(d, 0xff, sizeof host, NULL) == CUDA_SUCCESS);
+      int64_t count = n;
+      void *params[] = {&d, &count};
+      CHECK(splat__cuda_check(cu->cuLaunchKernel(fn, (unsigned)((n + 127) / 128), 1, 1, 128, 1, 1,
+                                                 0, NULL, params, NULL),
+                              "cuLaunchKernel") == SPLAT_OK);
+      CHECK(cu->cuStreamSynchronize(NULL) == CUDA_SUCCESS);
+      CHECK(cu->cuMemcpyDtoH(host, d, sizeof host) == CUDA_SUCCESS);
+      int ok = 1;
+      for (int64_t i = 0; i < n; i++) ok &= host[i] == 1000 + i;
+      CHECK(ok);
+    }
+    if (d) cu->cuMemFree(d);
+    if (mod) cu->cuModuleUnload(mod);
+    CHECK(splat__cuda_pop() == SPLAT_OK);
+  }
+  splat__compiled_free(&c);
+  free(src);
+  splat__cuda_device_close(&dev);
+  CHECK(dev.context == NULL);
+}
+
+int main(void) {
+  char tmp[] = "/tmp/splat-test-cuda-XXXXXX";
+  if (!mkdtemp(tmp)) {
+    fprintf(stderr, "mkdtemp failed: %s\n", strerror(errno));
+    return 1;
+  }
+  unsetenv("SPLAT_DUMP_DIR");
+  double t0 = splat__now_ms();
+  test_driver();
+  test_hash();
+  test_codegen();
+  test_ptxas_parse();
+  test_nvrtc();
+  test_cache(tmp);
+  test_cache_concurrent(tmp);
+  test_dump(tmp);
+  test_gpu();
+  rm_rf(tmp);
+  printf("%.0f ms, %d skipped\n", splat__now_ms() - t0, skipped);
+  return harness_finish();
+}
