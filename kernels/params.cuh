@@ -1,0 +1,99 @@
+/* params.cuh — the parameter structs of splat's kernels, defined once and shared by
+ * the host (C11, included from the C files of src/cuda) and the device (NVRTC, no host headers).
+ * Kernels take their struct by value. Pointers are device addresses; strides count
+ * elements. Tensor index order is [batch, heads, seq, dim]; values are
+ * [batch, heads, seq_q, W]. Keep every struct free of padding surprises: 8-byte
+ * members first, then 4-byte members. */
+#ifndef SPLAT_KERNELS_PARAMS_CUH
+#define SPLAT_KERNELS_PARAMS_CUH
+
+#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#else
+#include <stdint.h>
+#endif
+
+/* One key run of the tile plan as the device reads it (tile_plan.h's splat__key_run):
+ * gathered indices [base, base + ntiles * tile_k) of the group (phase, stride, width),
+ * key(g) = phase + (g / width) * stride + g % width. */
+typedef struct splat_dev_run {
+  int32_t phase, stride, width;
+  int32_t base, ntiles, predicate;
+  int32_t pad0, pad1;
+} splat_dev_run;
+
+/* One query tile: permuted positions [row_begin, row_begin + nrows), key runs
+ * [run_begin, run_begin + nruns). */
+typedef struct splat_dev_tile {
+  int32_t row_begin, nrows, run_begin, nruns;
+} splat_dev_tile;
+
+/* The pattern as the device sees it (uploaded once at plan creation). */
+typedef struct splat_dev_pattern {
+  const int64_t *row_seg;  /* [seq_q + 1] segment offsets per original row */
+  const int32_t *segs;     /* [nsegs * 4] (start, stride, count, width) */
+  const int64_t *rem_row;  /* [seq_q + 1] remainder CSR row offsets */
+  const int32_t *rem_cols; /* [rem_nnz] remainder columns */
+  const int32_t *perm;     /* [seq_q] original row of each permuted position */
+  const splat_dev_tile *tiles;
+  const splat_dev_run *runs;
+  int64_t seq_q, seq_k;
+} splat_dev_pattern;
+
+/* A 4-d strided tensor view. */
+typedef struct splat_dev_tensor {
+  void *data;
+  int64_t s0, s1, s2, s3;
+} splat_dev_tensor;
+
+/* Shared by all ops: batch, heads and the rows a row kernel walks. */
+typedef struct splat_dev_shape {
+  int64_t batch, heads;
+  int32_t heads_per_kv; /* heads / heads_kv (GQA) */
+  int32_t head_dim;
+  int32_t row_begin; /* row kernels: permuted positions [row_begin, row_begin + row_count) */
+  int32_t row_count;
+} splat_dev_shape;
+
+/* scores = scale * Q K^T sampled at the mask. */
+typedef struct splat_sddmm_params {
+  splat_dev_pattern pat;
+  splat_dev_tensor q, k, scores;
+  splat_dev_shape shape;
+  float scale;
+  int32_t pad;
+} splat_sddmm_params;
+
+/* probs = softmax(scale * scores) per row; lse optional (data NULL). */
+typedef struct splat_softmax_params {
+  splat_dev_pattern pat;
+  splat_dev_tensor scores, probs, lse;
+  splat_dev_shape shape;
+  float scale_log2; /* scale * log2(e) */
+  float scale;
+} splat_softmax_params;
+
+/* out = probs V. */
+typedef struct splat_spmm_params {
+  splat_dev_pattern pat;
+  splat_dev_tensor probs, v, out;
+  splat_dev_shape shape;
+} splat_spmm_params;
+
+/* out = softmax(scale * Q K^T) V under the mask; lse optional. */
+typedef struct splat_attention_params {
+  splat_dev_pattern pat;
+  splat_dev_tensor q, k, v, out, lse;
+  splat_dev_shape shape;
+  float scale_log2; /* scale * log2(e) */
+  float scale;
+} splat_attention_params;
+
+#endif
