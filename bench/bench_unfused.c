@@ -15,21 +15,21 @@
 
 #include "splat.h"
 
-#define CHECK_CUDA(x)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
-      exit(1);                                                                              \
-    }                                                                                       \
+#define CHECK_CUDA(x)                                                                     \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(1);                                                                            \
+    }                                                                                     \
   } while (0)
-#define CHECK_SPLAT(x, ctx)                                                                 \
-  do {                                                                                      \
-    splat_status s_ = (x);                                                                  \
-    if (s_ != SPLAT_OK) {                                                                   \
-      fprintf(stderr, "%s: %s: %s\n", #x, splat_status_name(s_), splat_last_error(ctx));    \
-      exit(1);                                                                              \
-    }                                                                                       \
+#define CHECK_SPLAT(x, ctx)                                                              \
+  do {                                                                                   \
+    splat_status s_ = (x);                                                               \
+    if (s_ != SPLAT_OK) {                                                                \
+      fprintf(stderr, "%s: %s: %s\n", #x, splat_status_name(s_), splat_last_error(ctx)); \
+      exit(1);                                                                           \
+    }                                                                                    \
   } while (0)
 
 typedef struct config {
@@ -113,7 +113,9 @@ static int run_spmm(void *a) {
   splat_args *s = a;
   return splat_spmm(s->plan, &s->scores, &s->v, &s->out, NULL) != SPLAT_OK;
 }
-static int run_pipeline(void *a) { return run_sddmm(a) || run_softmax(a) || run_spmm(a); }
+static int run_pipeline(void *a) {
+  return run_sddmm(a) || run_softmax(a) || run_spmm(a);
+}
 
 /* ---------------------------------------------------------------- cuSPARSE */
 
@@ -135,16 +137,15 @@ static int run_cusparse_sddmm(void *a) {
 static int run_cusparse_spmm(void *a) {
   sparse_args *s = a;
   float alpha = 1.0f, beta = 0.0f;
-  return cusparseSpMM(s->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                      CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s->csr, s->v, &beta, s->out,
-                      s->compute, CUSPARSE_SPMM_CSR_ALG2, s->spmm_buffer) != CUSPARSE_STATUS_SUCCESS;
+  return cusparseSpMM(s->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                      &alpha, s->csr, s->v, &beta, s->out, s->compute, CUSPARSE_SPMM_CSR_ALG2,
+                      s->spmm_buffer) != CUSPARSE_STATUS_SUCCESS;
 }
 
-/* Builds batched CSR descriptors for the pattern in cuSPARSE's dtype `dt` (values
- * replicated per (batch, head) slice, as cuSPARSE's strided batches need). Returns 0
- * when cuSPARSE refuses the dtype. */
-static int setup_cusparse(const config *c, const splat_pattern *p, int64_t nnz, cudaDataType dt,
-                          sparse_args *s, void **buffers, int nbuf) {
+/* Builds batched CSR and dense descriptors for the pattern in dtype `dt` (column
+ * indices replicated per (batch, head) slice, as cuSPARSE's strided batches need). */
+static void setup_cusparse(const config *c, const splat_pattern *p, int64_t nnz, cudaDataType dt,
+                           sparse_args *s, void **buffers, int nbuf) {
   int64_t S = c->seq, D = c->dim, slices = c->batch * c->heads;
   int32_t *offsets = malloc((size_t)(S + 1) * 4);
   int32_t *cols = malloc((size_t)nnz * 4);
@@ -171,6 +172,7 @@ static int setup_cusparse(const config *c, const splat_pattern *p, int64_t nnz, 
   (void)nbuf;
 
   cusparseCreate(&s->handle);
+  cusparseLoggerSetLevel(0); /* refused dtypes are expected: probed, not errors */
   cusparseCreateCsr(&s->csr, S, S, nnz, d_off, d_cols, d_vals, CUSPARSE_INDEX_32I,
                     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, dt);
   cusparseCsrSetStridedBatch(s->csr, (int)slices, 0, nnz);
@@ -189,22 +191,25 @@ static int setup_cusparse(const config *c, const splat_pattern *p, int64_t nnz, 
   cusparseDnMatSetStridedBatch(s->v, (int)slices, S * D);
   cusparseDnMatSetStridedBatch(s->out, (int)slices, S * D);
   s->compute = CUDA_R_32F;
+}
+
+/* Sizes the workspace of one op (0 = SDDMM, 1 = SpMM) and runs it once; returns 0 when
+ * cuSPARSE refuses the dtype combination. */
+static int prepare_cusparse_op(sparse_args *s, int op) {
   float alpha = 1.0f, beta = 0.0f;
-  size_t sddmm_bytes = 0, spmm_bytes = 0;
-  if (cusparseSDDMM_bufferSize(s->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                               CUSPARSE_OPERATION_TRANSPOSE, &alpha, s->q, s->k, &beta, s->csr,
-                               s->compute, CUSPARSE_SDDMM_ALG_DEFAULT,
-                               &sddmm_bytes) != CUSPARSE_STATUS_SUCCESS ||
-      cusparseSpMM_bufferSize(s->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                              CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s->csr, s->v, &beta,
-                              s->out, s->compute, CUSPARSE_SPMM_CSR_ALG2,
-                              &spmm_bytes) != CUSPARSE_STATUS_SUCCESS) {
-    return 0;
-  }
-  CHECK_CUDA(cudaMalloc(&s->sddmm_buffer, sddmm_bytes + 1));
-  CHECK_CUDA(cudaMalloc(&s->spmm_buffer, spmm_bytes + 1));
-  /* One trial call each: cuSPARSE may refuse a dtype only at execution. */
-  return !run_cusparse_sddmm(s) && !run_cusparse_spmm(s) && cudaDeviceSynchronize() == cudaSuccess;
+  size_t bytes = 0;
+  cusparseStatus_t st =
+      op == 0 ? cusparseSDDMM_bufferSize(s->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                         CUSPARSE_OPERATION_TRANSPOSE, &alpha, s->q, s->k, &beta,
+                                         s->csr, s->compute, CUSPARSE_SDDMM_ALG_DEFAULT, &bytes)
+              : cusparseSpMM_bufferSize(s->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                        CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s->csr, s->v,
+                                        &beta, s->out, s->compute, CUSPARSE_SPMM_CSR_ALG2, &bytes);
+  if (st != CUSPARSE_STATUS_SUCCESS) return 0;
+  void **buffer = op == 0 ? &s->sddmm_buffer : &s->spmm_buffer;
+  CHECK_CUDA(cudaMalloc(buffer, bytes + 1));
+  int failed = op == 0 ? run_cusparse_sddmm(s) : run_cusparse_spmm(s);
+  return !failed && cudaDeviceSynchronize() == cudaSuccess;
 }
 
 static void teardown_cusparse(sparse_args *s, void **buffers, int nbuf) {
@@ -266,9 +271,12 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
     int64_t W = splat_plan_row_width(plan);
     splat_args a = {plan, {0}, {0}, {0}, {0}, {0}, {0}};
     size_t n = (size_t)(slices * S * D);
-    a.q = splat_tensor_contiguous(random_device(n, dtypes[di], 1), dtypes[di], c->batch, c->heads, S, D);
-    a.k = splat_tensor_contiguous(random_device(n, dtypes[di], 2), dtypes[di], c->batch, c->heads, S, D);
-    a.v = splat_tensor_contiguous(random_device(n, dtypes[di], 3), dtypes[di], c->batch, c->heads, S, D);
+    a.q = splat_tensor_contiguous(random_device(n, dtypes[di], 1), dtypes[di], c->batch, c->heads,
+                                  S, D);
+    a.k = splat_tensor_contiguous(random_device(n, dtypes[di], 2), dtypes[di], c->batch, c->heads,
+                                  S, D);
+    a.v = splat_tensor_contiguous(random_device(n, dtypes[di], 3), dtypes[di], c->batch, c->heads,
+                                  S, D);
     void *scores, *out, *lse;
     CHECK_CUDA(cudaMalloc(&scores, (size_t)(slices * S * W) * (dtypes[di] == SPLAT_F32 ? 4 : 2)));
     CHECK_CUDA(cudaMalloc(&out, n * (dtypes[di] == SPLAT_F32 ? 4 : 2)));
@@ -285,20 +293,24 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
     splat_plan_destroy(plan);
   }
 
-  /* cuSPARSE: bf16 when it takes it, else f32 (compared with splat's f32). */
-  sparse_args sp;
-  void *bufs[7] = {0};
-  memset(&sp, 0, sizeof sp);
-  int cus_bf16 = setup_cusparse(c, p, nnz, CUDA_R_16BF, &sp, bufs, 7);
-  if (!cus_bf16) {
-    teardown_cusparse(&sp, bufs, 7);
-    memset(bufs, 0, sizeof bufs);
-    setup_cusparse(c, p, nnz, CUDA_R_32F, &sp, bufs, 7);
+  /* cuSPARSE per op: bf16 when it takes it, else f32; compared with splat in the same
+   * dtype. */
+  double cus_ms[2] = {-1, -1};
+  int cus_dt[2] = {1, 1}; /* index into dtypes[] */
+  for (int op = 0; op < 2; op++) {
+    for (int di = 0; di < 2 && cus_ms[op] < 0; di++) {
+      sparse_args sp;
+      void *bufs[7] = {0};
+      memset(&sp, 0, sizeof sp);
+      setup_cusparse(c, p, nnz, di == 0 ? CUDA_R_16BF : CUDA_R_32F, &sp, bufs, 7);
+      if (prepare_cusparse_op(&sp, op)) {
+        cus_ms[op] = time_op(t, op == 0 ? run_cusparse_sddmm : run_cusparse_spmm, &sp);
+        cus_dt[op] = di;
+      }
+      teardown_cusparse(&sp, bufs, 7);
+    }
   }
-  double cus_sddmm = time_op(t, run_cusparse_sddmm, &sp);
-  double cus_spmm = time_op(t, run_cusparse_spmm, &sp);
-  teardown_cusparse(&sp, bufs, 7);
-  int cmp = cus_bf16 ? 0 : 1; /* which splat dtype to compare with */
+  double cus_sddmm = cus_ms[0], cus_spmm = cus_ms[1];
 
   /* Dense cuBLAS, one slice timed, scaled by the slice count. */
   dense_args dn = {0};
@@ -316,25 +328,28 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
   (void)row_ms;
 
   double flop2 = 2.0 * (double)slices * (double)D * (double)nnz;
-  printf("%-22s %6lld %4lld | sddmm %7.3f ms %6.1f TF/s  cusparse(%s) %8.3f  x%6.1f  cublas %7.3f"
-         " | softmax %7.3f | spmm %7.3f ms %6.1f TF/s  cusparse %8.3f  x%6.1f  cublas %7.3f"
-         " | all %7.3f\n",
-         c->spec, (long long)S, (long long)D, splat_ms[0][0], flop2 / splat_ms[0][0] * 1e-9,
-         cus_bf16 ? "bf16" : "f32", cus_sddmm, cus_sddmm / splat_ms[cmp][0], row_ms[0],
-         splat_ms[0][1], splat_ms[0][2], flop2 / splat_ms[0][2] * 1e-9, cus_spmm,
-         cus_spmm / splat_ms[cmp][2], row_ms[1], splat_ms[0][3]);
+  printf(
+      "%-22s %6lld %4lld | sddmm %7.3f ms %6.1f TF/s  cusparse(%s) %8.3f  x%6.1f  cublas %7.3f"
+      " | softmax %7.3f | spmm %7.3f ms %6.1f TF/s  cusparse(%s) %8.3f  x%6.1f  cublas %7.3f"
+      " | all %7.3f\n",
+      c->spec, (long long)S, (long long)D, splat_ms[0][0], flop2 / splat_ms[0][0] * 1e-9,
+      dtype_names[cus_dt[0]], cus_sddmm, cus_sddmm / splat_ms[cus_dt[0]][0], row_ms[0],
+      splat_ms[0][1], splat_ms[0][2], flop2 / splat_ms[0][2] * 1e-9, dtype_names[cus_dt[1]],
+      cus_spmm, cus_spmm / splat_ms[cus_dt[1]][2], row_ms[1], splat_ms[0][3]);
   if (json) {
     for (int di = 0; di < 2; di++) {
-      fprintf(json,
-              "{\"bench\":\"unfused\",\"device\":\"%s\",\"spec\":\"%s\",\"seq\":%lld,\"batch\":%lld,"
-              "\"heads\":%lld,\"head_dim\":%lld,\"dtype\":\"%s\",\"nnz\":%lld,"
-              "\"splat_sddmm_ms\":%.5f,\"splat_softmax_ms\":%.5f,\"splat_spmm_ms\":%.5f,"
-              "\"splat_pipeline_ms\":%.5f,\"cusparse_dtype\":\"%s\",\"cusparse_sddmm_ms\":%.5f,"
-              "\"cusparse_spmm_ms\":%.5f,\"cublas_qk_ms\":%.5f,\"cublas_pv_ms\":%.5f}\n",
-              device, c->spec, (long long)S, (long long)c->batch, (long long)c->heads,
-              (long long)D, dtype_names[di], (long long)nnz, splat_ms[di][0], splat_ms[di][1],
-              splat_ms[di][2], splat_ms[di][3], cus_bf16 ? "bf16" : "f32", cus_sddmm, cus_spmm,
-              row_ms[0], row_ms[1]);
+      fprintf(
+          json,
+          "{\"bench\":\"unfused\",\"device\":\"%s\",\"spec\":\"%s\",\"seq\":%lld,\"batch\":%lld,"
+          "\"heads\":%lld,\"head_dim\":%lld,\"dtype\":\"%s\",\"nnz\":%lld,"
+          "\"splat_sddmm_ms\":%.5f,\"splat_softmax_ms\":%.5f,\"splat_spmm_ms\":%.5f,"
+          "\"splat_pipeline_ms\":%.5f,\"cusparse_sddmm_dtype\":\"%s\",\"cusparse_sddmm_ms\":%.5f,"
+          "\"cusparse_spmm_dtype\":\"%s\",\"cusparse_spmm_ms\":%.5f,\"cublas_qk_ms\":%.5f,\"cublas_"
+          "pv_ms\":%.5f}\n",
+          device, c->spec, (long long)S, (long long)c->batch, (long long)c->heads, (long long)D,
+          dtype_names[di], (long long)nnz, splat_ms[di][0], splat_ms[di][1], splat_ms[di][2],
+          splat_ms[di][3], dtype_names[cus_dt[0]], cus_sddmm, dtype_names[cus_dt[1]], cus_spmm,
+          row_ms[0], row_ms[1]);
     }
     fflush(json);
   }
@@ -347,11 +362,16 @@ int main(int argc, char **argv) {
   timer t = {0};
   t.repeat = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--json")) json_path = argv[i + 1];
-    else if (!strcmp(argv[i], "--spec")) only_spec = argv[i + 1];
-    else if (!strcmp(argv[i], "--seq")) only_seq = atoll(argv[i + 1]);
-    else if (!strcmp(argv[i], "--head-dim")) only_dim = atoll(argv[i + 1]);
-    else if (!strcmp(argv[i], "--repeat")) t.repeat = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--json"))
+      json_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--spec"))
+      only_spec = argv[i + 1];
+    else if (!strcmp(argv[i], "--seq"))
+      only_seq = atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "--head-dim"))
+      only_dim = atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "--repeat"))
+      t.repeat = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "usage: %s [--spec S] [--seq N] [--head-dim D] [--repeat R] [--json FILE]\n",
               argv[0]);
@@ -372,8 +392,10 @@ int main(int argc, char **argv) {
   static const char *specs[] = {"window(256)", "dilated(256,2)", "blocked(512)",
                                 "longformer(256,64)"};
   static const int64_t seqs[] = {4096, 16384}, dims[] = {64, 128};
-  printf("device: %s; batch 2, heads 16; times are medians of %d; ratio = cuSPARSE / splat\n",
-         prop.name, t.repeat);
+  printf(
+      "device: %s; batch 2, heads 16; times are medians of %d; ratio = cuSPARSE / splat in "
+      "cuSPARSE's dtype\n",
+      prop.name, t.repeat);
   for (size_t si = 0; si < 4; si++) {
     for (size_t qi = 0; qi < 2; qi++) {
       for (size_t di = 0; di < 2; di++) {

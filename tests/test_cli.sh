@@ -54,6 +54,11 @@ check "run with options exits 0" $?
 "$SPLAT" run --dtype int4 >"$tmp/out" 2>&1; test $? -eq 2; check "run --dtype int4 exits 2" $?
 contains "$tmp/out" "int4"; check "bad dtype is named" $?
 
+SPLAT_CACHE_DIR="$tmp/cache" "$SPLAT" cache list >"$tmp/out" 2>&1; check "cache list exits 0" $?
+contains "$tmp/out" "$tmp/cache"; check "cache list names \$SPLAT_CACHE_DIR" $?
+SPLAT_CACHE_DIR="$tmp/cache" "$SPLAT" cache clear >"$tmp/out" 2>&1; check "cache clear exits 0" $?
+"$SPLAT" cache bogus >"$tmp/out" 2>&1; test $? -eq 2; check "cache bogus exits 2" $?
+
 "$SPLAT" env >"$tmp/out" 2>&1; check "env exits 0" $?
 contains "$tmp/out" "cuda:"; check "env reports cuda" $?
 

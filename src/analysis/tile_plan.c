@@ -201,16 +201,20 @@ static int ensure_groups(builder *b, int64_t n) {
   int64_t c = b->g_cap ? b->g_cap : 16;
   while (c < n) c *= 2;
   void *p;
-#define GROW(f)                                \
-  p = realloc(b->f, (size_t)c * sizeof *b->f); \
-  if (!p) return 0;                            \
-  b->f = p;
-  GROW(glo)
-  GROW(ghi)
-  GROW(gcnt)
-  GROW(gpos) GROW(gorder) GROW(gpairs)
+#define GROW(f)                                  \
+  do {                                           \
+    p = realloc(b->f, (size_t)c * sizeof *b->f); \
+    if (!p) return 0;                            \
+    b->f = p;                                    \
+  } while (0)
+  GROW(glo);
+  GROW(ghi);
+  GROW(gcnt);
+  GROW(gpos);
+  GROW(gorder);
+  GROW(gpairs);
 #undef GROW
-      b->g_cap = c;
+  b->g_cap = c;
   return 1;
 }
 
