@@ -3,10 +3,20 @@
  * One pass over the rows, arrays grown geometrically: O(seq_q x K) for closed forms. */
 #include "analysis/acsr.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/error.h"
+
+/* Asks for transparent huge pages over the 2 MiB-aligned interior of a large block: a
+ * 131072-row analysis otherwise spends a third of its time faulting in 4 KiB pages. */
+static void advise_huge(void *p, size_t bytes) {
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (p && hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
 
 /* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
 static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
@@ -17,6 +27,7 @@ static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
   if (!p) return 0;
   *buf = p;
   *cap = ncap;
+  advise_huge(p, (size_t)ncap * elem);
   return 1;
 }
 
@@ -53,6 +64,8 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
   out->max_segments = max_segments;
   out->row_seg = malloc((size_t)(seq_q + 1) * sizeof *out->row_seg);
   out->rem_row = malloc((size_t)(seq_q + 1) * sizeof *out->rem_row);
+  advise_huge(out->row_seg, (size_t)(seq_q + 1) * sizeof *out->row_seg);
+  advise_huge(out->rem_row, (size_t)(seq_q + 1) * sizeof *out->rem_row);
   int64_t seg_cap = 0, rem_cap = 0;
   /* Most closed-form rows have one or two segments: start with room for two per row. */
   if (!out->row_seg || !out->rem_row ||
