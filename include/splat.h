@@ -204,6 +204,11 @@ typedef struct splat_report {
   double analysis_ms;       /* segments + remainder */
   double plan_ms;           /* alignment + tile plan */
   double report_ms;         /* the statistics above */
+  /* Kernels of a CUDA plan: wall time to get (memory cache, disk cache or NVRTC compile)
+   * and load every kernel module at plan creation, and how many of them NVRTC compiled
+   * (not cache hits). 0 for CPU plans and for splat_analyze. */
+  double kernels_ms;
+  int kernels_compiled;
 } splat_report;
 
 /* Analyses a pattern without a context: tile_q, tile_k (0 = 128), max_segments

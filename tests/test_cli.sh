@@ -2,7 +2,7 @@
 # test_cli.sh — the splat command end to end: help texts, analyze (text and JSON, the
 # exact nnz of a 131072-token longformer pattern computed here independently), parse
 # errors, run on the built-in default (which checks itself against a dense
-# reference) and env. Usage: test_cli.sh PATH/TO/splat
+# reference), codegen and env. Usage: test_cli.sh PATH/TO/splat
 SPLAT=${1:?usage: test_cli.sh PATH/TO/splat}
 passed=0
 failed=0
@@ -16,7 +16,7 @@ contains() { grep -q -- "$2" "$1"; }
 
 "$SPLAT" --help >"$tmp/out" 2>&1; check "splat --help exits 0" $?
 contains "$tmp/out" "analyze"; check "splat --help lists analyze" $?
-for verb in analyze run env; do
+for verb in analyze run env codegen; do
   "$SPLAT" $verb --help >"$tmp/out" 2>&1; check "splat $verb --help exits 0" $?
   contains "$tmp/out" "usage: splat $verb"; check "splat $verb --help prints usage" $?
 done
@@ -58,6 +58,18 @@ SPLAT_CACHE_DIR="$tmp/cache" "$SPLAT" cache list >"$tmp/out" 2>&1; check "cache 
 contains "$tmp/out" "$tmp/cache"; check "cache list names \$SPLAT_CACHE_DIR" $?
 SPLAT_CACHE_DIR="$tmp/cache" "$SPLAT" cache clear >"$tmp/out" 2>&1; check "cache clear exits 0" $?
 "$SPLAT" cache bogus >"$tmp/out" 2>&1; test $? -eq 2; check "cache bogus exits 2" $?
+
+"$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op sddmm --source-only >"$tmp/out" 2>&1
+check "codegen --source-only exits 0" $?
+contains "$tmp/out" "splat_sddmm_tile_bf16_v_bf16_d64"; check "codegen source names the kernel" $?
+SPLAT_CACHE_DIR="$tmp/kcache" "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype f32 --op softmax >"$tmp/out" 2>&1
+if [ $? -eq 0 ]; then
+  contains "$tmp/out" "registers"; check "codegen prints the ptxas report" $?
+elif grep -q "NVRTC" "$tmp/out"; then
+  echo "skipped: codegen's ptxas report (NVRTC unavailable: $(grep -m1 NVRTC "$tmp/out"))"
+else
+  check "codegen compiles or reports NVRTC missing" 1
+fi
 
 "$SPLAT" env >"$tmp/out" 2>&1; check "env exits 0" $?
 contains "$tmp/out" "cuda:"; check "env reports cuda" $?

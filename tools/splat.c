@@ -1,6 +1,8 @@
 /* splat.c — the splat command: analyze a pattern, run attention on a built-in
- * default and check it against a dense float64 reference, and report the
- * environment. Uses the public API, plus the library's dtype conversions and clock. */
+ * default and check it against a dense float64 reference, print generated kernel
+ * sources with their ptxas reports, manage the kernel cache, and report the
+ * environment. Uses the public API, plus the library's dtype conversions, clock, kernel
+ * specialisations and kernel cache. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +10,9 @@
 
 #include "core/dtype.h"
 #include "core/timer.h"
+#include "cuda/driver.h"
 #include "cuda/kernel_cache.h"
+#include "cuda/kgen.h"
 #include "splat.h"
 
 static const char *usage_main =
@@ -17,6 +21,7 @@ static const char *usage_main =
     "commands:\n"
     "  analyze SPEC --seq N   analyse a pattern: report and a picture of the mask\n"
     "  run                    run attention on a built-in default and check it\n"
+    "  codegen SPEC ...       print the generated CUDA sources and their ptxas reports\n"
     "  env                    which backends exist here, and why not\n"
     "  cache list|clear       list or empty the on-disk kernel cache\n"
     "  version                print the version\n"
@@ -54,6 +59,24 @@ static const char *usage_run =
     "  --threads N       CPU threads [all cores]\n"
     "  --repeat R        timed repetitions, median reported [3]\n"
     "  --seed S          input seed [1]\n";
+
+static const char *usage_codegen =
+    "usage: splat codegen SPEC --seq N --head-dim D --dtype T [options]\n"
+    "\n"
+    "Prints, for each kernel module a CUDA plan of SPEC would use, the generated CUDA C\n"
+    "source (a comment stating the specialisation, the #define prelude, the expanded\n"
+    "kernels/*.cuh templates) and the ptxas report of each kernel in it (registers, spills,\n"
+    "stack, shared memory), compiled with NVRTC for --arch. Needs NVRTC, not a GPU;\n"
+    "compiles go through the kernel cache ($SPLAT_CACHE_DIR).\n"
+    "\n"
+    "options (defaults in brackets):\n"
+    "  --seq N           query rows (required)\n"
+    "  --seq-k M         key columns [N]\n"
+    "  --head-dim D      head dimension (required)\n"
+    "  --dtype T         f32, f16 or bf16 (required)\n"
+    "  --arch A          target, e.g. sm_90a, sm_80 [sm_90a]\n"
+    "  --op OP           sddmm, softmax, spmm, attention or all [all]\n"
+    "  --source-only     print the sources, do not compile\n";
 
 static const char *usage_cache =
     "usage: splat cache list | splat cache clear\n"
@@ -335,6 +358,53 @@ static int parse_run_options(int argc, char **argv, run_options *o) {
   return 1;
 }
 
+/* Device copies of `run`'s tensors on the CUDA backend (the driver through the runtime's
+ * table, device 0's primary context, the one the splat context uses). */
+typedef struct dev_buffers {
+  const splat__cuda_api_table *cu;
+  splat__cuda_device device;
+  int open, pushed;
+  CUdeviceptr ptr[5];
+  size_t bytes[5];
+} dev_buffers;
+
+static splat_status dev_open(dev_buffers *d, void *host[5], const size_t bytes[5],
+                             splat_tensor *ts[5]) {
+  splat_status st = splat__cuda_api(&d->cu);
+  if (st == SPLAT_OK) st = splat__cuda_device_open(0, &d->device);
+  if (st != SPLAT_OK) return st;
+  d->open = 1;
+  if ((st = splat__cuda_push(&d->device)) != SPLAT_OK) return st;
+  d->pushed = 1;
+  for (int i = 0; i < 5; i++) {
+    d->bytes[i] = bytes[i];
+    st = splat__cuda_check(d->cu->cuMemAlloc(&d->ptr[i], bytes[i]), "cuMemAlloc");
+    if (st == SPLAT_OK) {
+      st = splat__cuda_check(d->cu->cuMemcpyHtoD(d->ptr[i], host[i], bytes[i]), "cuMemcpyHtoD");
+    }
+    if (st != SPLAT_OK) return st;
+    ts[i]->data = (void *)(uintptr_t)d->ptr[i];
+  }
+  return SPLAT_OK;
+}
+
+static splat_status dev_sync(dev_buffers *d) {
+  return splat__cuda_check(d->cu->cuStreamSynchronize(NULL), "cuStreamSynchronize");
+}
+
+static splat_status dev_fetch(dev_buffers *d, int i, void *host) {
+  return splat__cuda_check(d->cu->cuMemcpyDtoH(host, d->ptr[i], d->bytes[i]), "cuMemcpyDtoH");
+}
+
+static void dev_close(dev_buffers *d) {
+  for (int i = 0; i < 5; i++) {
+    if (d->ptr[i]) d->cu->cuMemFree(d->ptr[i]);
+  }
+  if (d->pushed) splat__cuda_pop();
+  if (d->open) splat__cuda_device_close(&d->device);
+  memset(d, 0, sizeof *d);
+}
+
 static int cmd_run(int argc, char **argv) {
   if (wants_help(argc, argv)) {
     fputs(usage_run, stdout);
@@ -389,13 +459,39 @@ static int cmd_run(int argc, char **argv) {
   splat_tensor to = splat_tensor_contiguous(out, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
   splat_tensor tl = splat_tensor_contiguous(lse, SPLAT_F32, o.batch, o.heads, o.seq, 1);
 
+  /* On CUDA the tensors live in device memory: copies of the inputs, results copied back. */
+  const int on_cuda = splat_context_backend(ctx) == SPLAT_BACKEND_CUDA;
+  dev_buffers dev;
+  memset(&dev, 0, sizeof dev);
+  if (on_cuda) {
+    void *host[5] = {q, k, v, out, lse};
+    size_t bytes[5] = {(size_t)n * esz, (size_t)n * esz, (size_t)n * esz, (size_t)n * esz,
+                       (size_t)(o.batch * o.heads * o.seq) * sizeof *lse};
+    splat_tensor *ts[5] = {&tq, &tk, &tv, &to, &tl};
+    st = dev_open(&dev, host, bytes, ts);
+    if (st != SPLAT_OK) {
+      rc = fail("copying the inputs to the GPU", st, NULL);
+      dev_close(&dev);
+      goto done;
+    }
+  }
   double times[1000];
   for (int64_t r = 0; r < o.repeat; r++) {
     double t = splat__now_ms();
     st = splat_attention(plan, &tq, &tk, &tv, SPLAT_DEFAULT_SCALE, &to, &tl, NULL);
+    if (st == SPLAT_OK && on_cuda) st = dev_sync(&dev);
     times[r] = splat__now_ms() - t;
     if (st != SPLAT_OK) {
       rc = fail("splat_attention", st, ctx);
+      dev_close(&dev);
+      goto done;
+    }
+  }
+  if (on_cuda) {
+    st = dev_fetch(&dev, 3, out);
+    dev_close(&dev);
+    if (st != SPLAT_OK) {
+      rc = fail("copying the output from the GPU", st, NULL);
       goto done;
     }
   }
@@ -409,9 +505,10 @@ static int cmd_run(int argc, char **argv) {
          splat_backend_name(splat_context_backend(ctx)));
   printf(
       "plan:      nnz %lld (density %.2f%%), row width %lld, %.1f%% regular, %lld query tiles, "
-      "%lld key runs, tile waste %.2fx; created in %.2f ms\n",
+      "%lld key runs, tile waste %.2fx; created in %.2f ms (kernels %.2f ms, %d compiled)\n",
       (long long)rep.nnz, 100 * rep.density, (long long)rep.max_row_nnz, 100 * rep.regular_fraction,
-      (long long)rep.query_tiles, (long long)rep.key_runs, rep.tile_waste, plan_ms);
+      (long long)rep.query_tiles, (long long)rep.key_runs, rep.tile_waste, plan_ms, rep.kernels_ms,
+      rep.kernels_compiled);
   printf("attention: %.3f ms (median of %lld), %.2f useful GFLOP/s\n", ms, (long long)o.repeat,
          flop / (ms * 1e6));
 
@@ -424,11 +521,14 @@ static int cmd_run(int argc, char **argv) {
    * the dtype at the largest magnitude bounds the error. */
   double eps = o.dtype == SPLAT_F32 ? 0x1p-24 : o.dtype == SPLAT_F16 ? 0x1p-11 : 0x1p-8;
   double bound = eps * max_ref * 1.01 + 1e-12;
+  /* CUDA accumulates in fp32: an ulp of the dtype plus 4e-6 relative. */
+  if (on_cuda) bound = (2 * eps + 4e-6) * max_ref + 1e-12;
   int ok = max_err <= bound;
   printf(
       "check:     max |error| %.3g against a dense float64 reference on %d (batch, head) "
-      "slice(s); bound %.3g (half an ulp of %s): %s\n",
-      max_err, o.batch * o.heads > 1 ? 2 : 1, bound, splat_dtype_name(o.dtype),
+      "slice(s); bound %.3g (%s of %s): %s\n",
+      max_err, o.batch * o.heads > 1 ? 2 : 1, bound,
+      on_cuda ? "an ulp + fp32 accumulation" : "half an ulp", splat_dtype_name(o.dtype),
       ok ? "OK" : "FAILED");
   rc = ok ? 0 : 1;
 done:
@@ -436,6 +536,133 @@ done:
   splat_plan_destroy(plan);
   splat_pattern_destroy(p);
   splat_context_destroy(ctx);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ codegen */
+
+/* Prints the ptxas report of one kernel of a compile log. */
+static void print_ptxas(const char *log, const char *kernel, const char *arch, int dyn_smem) {
+  splat__ptxas_stats r;
+  if (splat__ptxas_report(log, kernel, &r) != SPLAT_OK) {
+    printf("// ptxas %s %s: no report (%s)\n", arch, kernel, splat_last_error(NULL));
+    return;
+  }
+  printf(
+      "// ptxas %s %s: %d registers, %d bytes spill stores, %d bytes spill loads, %d bytes "
+      "stack, shared memory %d bytes static + %d bytes dynamic\n",
+      arch, kernel, r.registers, r.spill_stores, r.spill_loads, r.stack, r.smem, dyn_smem);
+}
+
+static int cmd_codegen(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    fputs(usage_codegen, stdout);
+    return 0;
+  }
+  const char *spec = NULL, *arch = "sm_90a", *opname = "all";
+  int64_t seq = 0, seq_k = 0, head_dim = 0;
+  int dtype = -1, source_only = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--seq") || !strcmp(a, "--seq-k") || !strcmp(a, "--head-dim")) {
+      int64_t *dst = !strcmp(a, "--seq") ? &seq : !strcmp(a, "--seq-k") ? &seq_k : &head_dim;
+      if (!parse_int(a, v, 1, !strcmp(a, "--head-dim") ? SPLAT_MAX_HEAD_DIM : (int64_t)1 << 30,
+                     dst))
+        return 2;
+      i++;
+    } else if (!strcmp(a, "--dtype") || !strcmp(a, "--arch") || !strcmp(a, "--op")) {
+      if (!v) {
+        fprintf(stderr, "splat codegen: %s needs a value\n", a);
+        return 2;
+      }
+      if (!strcmp(a, "--dtype")) {
+        dtype = !strcmp(v, "f32")    ? SPLAT_F32
+                : !strcmp(v, "f16")  ? SPLAT_F16
+                : !strcmp(v, "bf16") ? SPLAT_BF16
+                                     : -2;
+        if (dtype == -2) {
+          fprintf(stderr, "splat codegen: --dtype expects f32, f16 or bf16, got '%s'\n", v);
+          return 2;
+        }
+      } else if (!strcmp(a, "--arch")) {
+        arch = v;
+      } else {
+        opname = v;
+      }
+      i++;
+    } else if (!strcmp(a, "--source-only")) {
+      source_only = 1;
+    } else if (a[0] == '-' && a[1] == '-') {
+      fprintf(stderr, "splat codegen: unknown option '%s' (see splat codegen --help)\n", a);
+      return 2;
+    } else if (!spec) {
+      spec = a;
+    } else {
+      fprintf(stderr, "splat codegen: unexpected argument '%s' (quote the spec)\n", a);
+      return 2;
+    }
+  }
+  if (!spec || !seq || !head_dim || dtype < 0) {
+    fprintf(stderr, "splat codegen: SPEC, --seq, --head-dim and --dtype are required\n\n%s",
+            usage_codegen);
+    return 2;
+  }
+  static const char *ops[SPLAT__KOP_COUNT] = {"sddmm", "softmax", "spmm", "attention"};
+  int only = -1;
+  for (int o = 0; o < SPLAT__KOP_COUNT; o++) {
+    if (!strcmp(opname, ops[o])) only = o;
+  }
+  if (only < 0 && strcmp(opname, "all")) {
+    fprintf(stderr,
+            "splat codegen: --op expects sddmm, softmax, spmm, attention or all, got '%s'\n",
+            opname);
+    return 2;
+  }
+  splat_pattern *p = NULL;
+  splat_status st = splat_pattern_parse(spec, seq, seq_k, &p);
+  if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
+  splat_report rep;
+  st = splat_analyze(p, 0, 0, 0, &rep);
+  splat_pattern_destroy(p);
+  if (st != SPLAT_OK) return fail("splat_analyze", st, NULL);
+  /* The kernels depend on the plan's dtype, head_dim, K and tile shape, not on the mask
+   * (the mask reaches them as metadata). The device's shared-memory limit is unknown
+   * here: every tile kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
+  splat__kspec specs[SPLAT__KOP_COUNT];
+  splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, rep.max_segments, rep.tile_q,
+                    rep.tile_k, 0);
+  printf(
+      "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
+      "key runs\n",
+      spec, (long long)rep.seq_q, (long long)rep.seq_k, (long long)head_dim,
+      splat_dtype_name((splat_dtype)dtype), arch, (long long)rep.query_tiles,
+      (long long)rep.key_runs);
+  int rc = 0;
+  for (int o = 0; o < SPLAT__KOP_COUNT; o++) {
+    if (only >= 0 && o != only) continue;
+    char rows[160], tile[160], program[176], *src = NULL;
+    splat__kspec_names(&specs[o], rows, tile, sizeof rows);
+    splat__kspec_program(&specs[o], program, sizeof program);
+    st = splat__kspec_source(&specs[o], &src);
+    if (st != SPLAT_OK) return fail("generating the source", st, NULL);
+    printf("// ======== %s: %s\n%s", ops[o], program, src);
+    if (!source_only) {
+      splat__compiled bin;
+      splat__cache_hit hit = SPLAT__CACHE_COMPILED;
+      double t0 = splat__now_ms();
+      st = splat__kernel_cache_get(src, program, arch, &bin, &hit);
+      if (st != SPLAT_OK) {
+        free(src);
+        return fail("compiling with NVRTC", st, NULL);
+      }
+      printf("// ======== %s for %s: %s in %.1f ms, cubin %zu bytes\n", program, arch,
+             splat__cache_hit_name(hit), splat__now_ms() - t0, bin.cubin_size);
+      if (tile[0]) print_ptxas(bin.log, tile, arch, splat__kspec_tile_smem(&specs[o]));
+      print_ptxas(bin.log, rows, arch, 0);
+      splat__compiled_free(&bin);
+    }
+    free(src);
+  }
   return rc;
 }
 
@@ -500,7 +727,6 @@ static int cmd_env(int argc, char **argv) {
     printf("cuda:  driver %d.%d, %d device(s); device 0: %s (sm_%d%d)\n",
            env.cuda_driver_version / 1000, env.cuda_driver_version % 1000 / 10, env.cuda_devices,
            env.device_name, env.device_cc_major, env.device_cc_minor);
-    printf("       the CUDA kernels are not part of this build yet: runs use the CPU backend\n");
   } else {
     printf("cuda:  unavailable: %s\n", why);
   }
@@ -522,6 +748,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "env")) return cmd_env(argc - 2, argv + 2);
   if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
+  if (!strcmp(cmd, "codegen")) return cmd_codegen(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("splat %s\n", splat_version());
     return 0;

@@ -138,7 +138,9 @@ static void format_json(sbuf *b, const splat_report *r, int K) {
   sb_json_double(b, "tile_waste", r->tile_waste, 1);
   sb_json_double(b, "analysis_ms", r->analysis_ms, 1);
   sb_json_double(b, "plan_ms", r->plan_ms, 1);
-  sb_json_double(b, "report_ms", r->report_ms, 0);
+  sb_json_double(b, "report_ms", r->report_ms, 1);
+  sb_json_double(b, "kernels_ms", r->kernels_ms, 1);
+  sb_printf(b, "\"kernels_compiled\":%d", r->kernels_compiled);
   sb_printf(b, "}");
 #undef I64
 #undef INT
@@ -187,6 +189,9 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   sb_printf(b, "  analysis         %.3f ms (segments + remainder)\n", r->analysis_ms);
   sb_printf(b, "  plan             %.3f ms (alignment + tile plan)\n", r->plan_ms);
   sb_printf(b, "  report           %.3f ms\n", r->report_ms);
+  sb_printf(b,
+            "  kernels          %.3f ms (%d compiled, the rest from the kernel cache; 0 on CPU)\n",
+            r->kernels_ms, r->kernels_compiled);
 }
 
 splat_status splat_report_format(const splat_report *report, int json, char *buf, size_t cap,

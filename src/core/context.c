@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cuda/backend.h"
 #include "cuda/driver.h"
 
 /* Worker threads of a default CPU context: $SPLAT_NUM_THREADS, else online cores. */
@@ -58,25 +59,24 @@ splat_status splat_context_create(const splat_context_options *options, splat_co
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_context_create: device=%d must be >= 0",
                        opt.device);
   }
+  /* CUDA: asked for, or AUTO with a usable device whose backend opens. */
   splat_backend backend = SPLAT_BACKEND_CPU;
-  if (opt.backend == SPLAT_BACKEND_CUDA) {
-    splat_environment env;
-    memset(&env, 0, sizeof env);
-    splat_status st = splat__cuda_probe(&env, NULL, 0);
-    if (st != SPLAT_OK) return st;
-    if (opt.device >= env.cuda_devices) {
-      return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                         "splat_context_create: device=%d but only %d CUDA device(s) exist",
-                         opt.device, env.cuda_devices);
+  splat__cuda_context *cuda = NULL;
+  if (opt.backend == SPLAT_BACKEND_CUDA || opt.backend == SPLAT_BACKEND_AUTO) {
+    splat_status st = splat__cuda_context_open(opt.device, &cuda);
+    if (st == SPLAT_OK) {
+      backend = SPLAT_BACKEND_CUDA;
+    } else if (opt.backend == SPLAT_BACKEND_CUDA) {
+      return st;
     }
-    return splat__fail(SPLAT_ERR_UNSUPPORTED,
-                       "splat_context_create: the CUDA backend's kernels are not part of this "
-                       "build yet (found %s, sm_%d%d); use SPLAT_BACKEND_CPU or AUTO",
-                       env.device_name, env.device_cc_major, env.device_cc_minor);
   }
   splat_context *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_context_create: out of memory");
+  if (!ctx) {
+    splat__cuda_context_close(cuda);
+    return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_context_create: out of memory");
+  }
   ctx->backend = backend;
+  ctx->cuda = cuda;
   ctx->device = opt.device;
   ctx->num_threads = opt.num_threads ? opt.num_threads : default_threads();
   *out = ctx;
@@ -84,6 +84,7 @@ splat_status splat_context_create(const splat_context_options *options, splat_co
 }
 
 void splat_context_destroy(splat_context *ctx) {
+  if (ctx) splat__cuda_context_close(ctx->cuda);
   free(ctx);
 }
 

@@ -6,10 +6,15 @@
 #include "analysis/tile_plan.h"
 #include "core/error.h"
 
+/* CUDA backend state (src/cuda/backend.h); NULL on CPU contexts and plans. */
+typedef struct splat__cuda_context splat__cuda_context;
+typedef struct splat__cuda_plan splat__cuda_plan;
+
 struct splat_context {
   splat_backend backend; /* CPU or CUDA, never AUTO */
   int device;
   int num_threads;
+  splat__cuda_context *cuda; /* CUDA contexts only */
   char error[SPLAT__ERROR_CAP];
 };
 
@@ -20,6 +25,7 @@ struct splat_plan {
   splat__acsr acsr;
   splat__tile_plan tiles;
   splat_report report;
+  splat__cuda_plan *cuda; /* CUDA plans only: device metadata and kernels */
 };
 
 #endif

@@ -5,6 +5,7 @@
 #include "core/context.h"
 #include "core/validate.h"
 #include "cpu/cpu.h"
+#include "cuda/backend.h"
 
 /* Shapes a plan expects. */
 typedef struct op_shapes {
@@ -38,11 +39,11 @@ static splat_status resolve_scale(const char *fn, const splat_plan *p, float sca
     if (st_ != SPLAT_OK) return st_; \
   } while (0)
 
-/* The CPU backend is the only one in this build (contexts never hold another), so the
- * operations call it directly. */
+/* Dispatch by the plan's backend: CUDA plans run on the caller's stream. */
+#define ON_CUDA(plan) ((plan)->ctx->backend == SPLAT_BACKEND_CUDA)
 
 static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
-                          float scale, const splat_tensor *scores) {
+                          float scale, const splat_tensor *scores, splat_stream stream) {
   static const char *fn = "splat_sddmm";
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
@@ -53,11 +54,13 @@ static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_t
   TRY(splat__check_disjoint(fn, "scores", scores, "q", q));
   TRY(splat__check_disjoint(fn, "scores", scores, "k", k));
   TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  if (ON_CUDA(plan)) return splat__cuda_sddmm(plan, q, k, sc, scores, stream);
   return splat__cpu_sddmm(plan, q, k, sc, scores);
 }
 
 static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float scale,
-                            const splat_tensor *probs, const splat_tensor *lse) {
+                            const splat_tensor *probs, const splat_tensor *lse,
+                            splat_stream stream) {
   static const char *fn = "splat_softmax";
   op_shapes s = shapes_of(plan);
   double sc = 0;
@@ -72,11 +75,12 @@ static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float 
     TRY(splat__check_disjoint(fn, "lse", lse, "probs", probs));
   }
   TRY(resolve_scale(fn, plan, scale, 0, &sc));
+  if (ON_CUDA(plan)) return splat__cuda_softmax(plan, scores, sc, probs, lse, stream);
   return splat__cpu_softmax(plan, scores, sc, probs, lse);
 }
 
 static splat_status spmm(splat_plan *plan, const splat_tensor *probs, const splat_tensor *v,
-                         const splat_tensor *out) {
+                         const splat_tensor *out, splat_stream stream) {
   static const char *fn = "splat_spmm";
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
@@ -85,12 +89,13 @@ static splat_status spmm(splat_plan *plan, const splat_tensor *probs, const spla
   TRY(splat__check_tensor(fn, "out", out, s.q, dt, 1));
   TRY(splat__check_disjoint(fn, "out", out, "probs", probs));
   TRY(splat__check_disjoint(fn, "out", out, "v", v));
+  if (ON_CUDA(plan)) return splat__cuda_spmm(plan, probs, v, out, stream);
   return splat__cpu_spmm(plan, probs, v, out);
 }
 
 static splat_status attention(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                               const splat_tensor *v, float scale, const splat_tensor *out,
-                              const splat_tensor *lse) {
+                              const splat_tensor *lse, splat_stream stream) {
   static const char *fn = "splat_attention";
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
@@ -110,6 +115,7 @@ static splat_status attention(splat_plan *plan, const splat_tensor *q, const spl
     TRY(splat__check_disjoint(fn, "lse", lse, "out", out));
   }
   TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  if (ON_CUDA(plan)) return splat__cuda_attention(plan, q, k, v, sc, out, lse, stream);
   return splat__cpu_attention(plan, q, k, v, sc, out, lse);
 }
 
@@ -117,30 +123,26 @@ static splat_status attention(splat_plan *plan, const splat_tensor *q, const spl
  * recorded on the plan's context. */
 splat_status splat_sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                          float scale, const splat_tensor *scores, splat_stream stream) {
-  (void)stream;
   if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_sddmm: plan is NULL");
-  return splat__capture(plan->ctx->error, sddmm(plan, q, k, scale, scores));
+  return splat__capture(plan->ctx->error, sddmm(plan, q, k, scale, scores, stream));
 }
 
 splat_status splat_softmax(splat_plan *plan, const splat_tensor *scores, float scale,
                            const splat_tensor *probs, const splat_tensor *lse,
                            splat_stream stream) {
-  (void)stream;
   if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_softmax: plan is NULL");
-  return splat__capture(plan->ctx->error, softmax(plan, scores, scale, probs, lse));
+  return splat__capture(plan->ctx->error, softmax(plan, scores, scale, probs, lse, stream));
 }
 
 splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs, const splat_tensor *v,
                         const splat_tensor *out, splat_stream stream) {
-  (void)stream;
   if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_spmm: plan is NULL");
-  return splat__capture(plan->ctx->error, spmm(plan, probs, v, out));
+  return splat__capture(plan->ctx->error, spmm(plan, probs, v, out, stream));
 }
 
 splat_status splat_attention(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                              const splat_tensor *v, float scale, const splat_tensor *out,
                              const splat_tensor *lse, splat_stream stream) {
-  (void)stream;
   if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_attention: plan is NULL");
-  return splat__capture(plan->ctx->error, attention(plan, q, k, v, scale, out, lse));
+  return splat__capture(plan->ctx->error, attention(plan, q, k, v, scale, out, lse, stream));
 }

@@ -6,6 +6,7 @@
 #include "analysis/report.h"
 #include "core/context.h"
 #include "core/timer.h"
+#include "cuda/backend.h"
 
 #define DEFAULT_TILE 128
 #define MAX_TILE 1024
@@ -99,12 +100,20 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
     free(plan);
     return splat__capture(ctx->error, st);
   }
+  if (ctx->backend == SPLAT_BACKEND_CUDA) { /* device metadata and kernels */
+    st = splat__cuda_plan_create(plan, &plan->cuda);
+    if (st != SPLAT_OK) {
+      splat_plan_destroy(plan);
+      return splat__capture(ctx->error, st);
+    }
+  }
   *out = plan;
   return SPLAT_OK;
 }
 
 void splat_plan_destroy(splat_plan *plan) {
   if (!plan) return;
+  splat__cuda_plan_destroy(plan->cuda);
   splat__tile_plan_free(&plan->tiles);
   splat__acsr_free(&plan->acsr);
   free(plan);

@@ -59,8 +59,7 @@ typedef struct splat__ptxas_stats {
 splat_status splat__ptxas_report(const char *log, const char *kernel, splat__ptxas_stats *out);
 
 /* The registers and spill bytes (stores + loads) of kernel, as splat__ptxas_report.
- * registers, spill_bytes: host, may be NULL; -1 when not found. (Inline so it cannot
- * clash at link time with the kernels' bootstrap helper of the same name.) */
+ * registers, spill_bytes: host, may be NULL; -1 when not found. */
 static inline splat_status splat__ptxas_parse(const char *log, const char *kernel, int *registers,
                                               int *spill_bytes) {
   splat__ptxas_stats s = {-1, -1, -1, -1, -1};

@@ -1,0 +1,260 @@
+/* common.cuh — device helpers every splat kernel uses: element types and conversions
+ * (f32, f16, bf16 as raw 16-bit words; no CUDA headers), strided tensor addressing,
+ * a row's columns from its affine segments or the irregular remainder, warp
+ * reductions, and the PTX wrappers of the tensor-core paths (cp.async, ldmatrix,
+ * mma.sync m16n8k16). Specialised by the prelude's #defines:
+ *   SPLAT_DT    dtype of Q, K, V, O: 0 f32, 1 f16, 2 bf16
+ *   SPLAT_VDT   dtype of ACSR values (scores / probs), same codes
+ *   SPLAT_HEAD_DIM, SPLAT_MAX_SEGS (segments per regular row, K). */
+
+#include "params.cuh"
+
+#ifndef SPLAT_KERNELS_COMMON_CUH
+#define SPLAT_KERNELS_COMMON_CUH
+
+#define SPLAT_F32 0
+#define SPLAT_F16 1
+#define SPLAT_BF16 2
+
+#define SPLAT_DEV __device__ __forceinline__
+#define SPLAT_LOG2E 1.4426950408889634f
+#define SPLAT_LN2 0.6931471805599453f
+#define SPLAT_NEG_INF (-__int_as_float(0x7f800000))
+
+/* ------------------------------------------------------------ element types */
+
+SPLAT_DEV float splat_f16_to_f32(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+SPLAT_DEV uint16_t splat_f32_to_f16(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+SPLAT_DEV float splat_bf16_to_f32(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
+SPLAT_DEV uint16_t splat_f32_to_bf16(float f) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+/* Loads element `off` of a buffer of dtype DT as float. */
+template <int DT> SPLAT_DEV float splat_ld(const void *p, int64_t off) {
+  if (DT == SPLAT_F32) return ((const float *)p)[off];
+  if (DT == SPLAT_F16) return splat_f16_to_f32(((const uint16_t *)p)[off]);
+  return splat_bf16_to_f32(((const uint16_t *)p)[off]);
+}
+/* Stores v rounded to dtype DT (round to nearest even) at element `off`. */
+template <int DT> SPLAT_DEV void splat_st(void *p, int64_t off, float v) {
+  if (DT == SPLAT_F32) {
+    ((float *)p)[off] = v;
+  } else if (DT == SPLAT_F16) {
+    ((uint16_t *)p)[off] = splat_f32_to_f16(v);
+  } else {
+    ((uint16_t *)p)[off] = splat_f32_to_bf16(v);
+  }
+}
+/* Two floats packed as a 16-bit pair of dtype DT (lo in the low half). */
+template <int DT> SPLAT_DEV uint32_t splat_pack2(float lo, float hi) {
+  uint32_t r;
+  if (DT == SPLAT_F16) {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+/* A float rounded to dtype DT and widened back. */
+template <int DT> SPLAT_DEV uint16_t splat_to16(float v) {
+  return DT == SPLAT_F16 ? splat_f32_to_f16(v) : splat_f32_to_bf16(v);
+}
+
+/* ------------------------------------------------------------ addressing */
+
+SPLAT_DEV int64_t splat_off(const splat_dev_tensor &t, int64_t b, int64_t h, int64_t s) {
+  return b * t.s0 + h * t.s1 + s * t.s2;
+}
+
+/* Key of gathered index g in a group (phase, stride, width). */
+SPLAT_DEV int64_t splat_group_key(int32_t phase, int32_t stride, int32_t width, int64_t g) {
+  if (width == 1) return (int64_t)phase + g * stride;
+  return (int64_t)phase + (g / width) * stride + g % width;
+}
+
+/* A row's columns: its affine segments (regular rows) or its remainder CSR range.
+ * Entry n of the row's values belongs to the n-th column in increasing order. */
+typedef struct splat_row {
+  int64_t seg0, seg1; /* segments [seg0, seg1) */
+  int64_t rem0, rem1; /* remainder columns [rem0, rem1) */
+  int64_t nnz;
+} splat_row;
+
+SPLAT_DEV splat_row splat_row_of(const splat_dev_pattern &p, int64_t i) {
+  splat_row r;
+  r.seg0 = p.row_seg[i];
+  r.seg1 = p.row_seg[i + 1];
+  r.rem0 = p.rem_row[i];
+  r.rem1 = p.rem_row[i + 1];
+  int64_t n = r.rem1 - r.rem0;
+  for (int64_t s = r.seg0; s < r.seg1; s++) n += (int64_t)p.segs[4 * s + 2] * p.segs[4 * s + 3];
+  r.nnz = n;
+  return r;
+}
+
+/* Column of entry n (0 <= n < nnz) of a row: walks at most K segments. */
+SPLAT_DEV int64_t splat_row_col(const splat_dev_pattern &p, const splat_row &r, int64_t n) {
+  if (r.rem1 > r.rem0) return p.rem_cols[r.rem0 + n];
+  for (int64_t s = r.seg0; s < r.seg1; s++) {
+    const int32_t start = p.segs[4 * s], stride = p.segs[4 * s + 1];
+    const int32_t count = p.segs[4 * s + 2], width = p.segs[4 * s + 3];
+    const int64_t m = (int64_t)count * width;
+    if (n < m) {
+      if (width == 1) return (int64_t)start + n * stride;
+      return (int64_t)start + (n / width) * stride + n % width;
+    }
+    n -= m;
+  }
+  return 0; /* unreachable for n < nnz */
+}
+
+/* ------------------------------------------------------------ warp reductions */
+
+SPLAT_DEV float splat_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+SPLAT_DEV float splat_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/* ------------------------------------------------------------ tensor-core PTX */
+
+SPLAT_DEV uint32_t splat_smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+/* 16-byte asynchronous copy global -> shared; zero-fills when !valid. */
+SPLAT_DEV void splat_cp_async16(void *smem, const void *gmem, bool valid) {
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(splat_smem_addr(smem)),
+               "l"(gmem), "r"(n));
+}
+SPLAT_DEV void splat_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> SPLAT_DEV void splat_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+SPLAT_DEV void splat_ldmatrix_x4(uint32_t r[4], const void *smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(splat_smem_addr(smem)));
+}
+SPLAT_DEV void splat_ldmatrix_x2(uint32_t r[2], const void *smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(splat_smem_addr(smem)));
+}
+SPLAT_DEV void splat_ldmatrix_x4_trans(uint32_t r[4], const void *smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(splat_smem_addr(smem)));
+}
+
+/* d += a * b on a 16x8x16 tile, fp32 accumulation; DT picks f16 or bf16 operands. */
+template <int DT> SPLAT_DEV void splat_mma16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  if (DT == SPLAT_BF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+/* d += a * b on a 16x8x8 tile of tf32 operands (raw tf32 bit patterns), fp32 accumulation. */
+SPLAT_DEV void splat_mma1688_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+/* 3xTF32 split: x = hi + lo with hi, lo tf32 (round to nearest); hi*hi + hi*lo + lo*hi
+ * then carries about 22 significant bits of each product. */
+SPLAT_DEV void splat_tf32_split(float x, uint32_t &hi, uint32_t &lo) {
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
+  const float r = x - __uint_as_float(hi);
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(r));
+}
+
+/* ------------------------------------------------------------ interval tables
+ * For one key run (group) and one row: each of the row's segments of that group is a
+ * contiguous interval [lo, hi] of gathered indices whose values start at entry idx0
+ * (the nnz of the row's earlier segments). Built per run into shared memory. */
+typedef struct splat_ival {
+  int32_t lo, hi, idx0, pad;
+} splat_ival;
+
+/* Fills iv[0..) with row i's intervals of group (phase, stride, width); returns the
+ * count (0..K). Mirrors the tile plan's mapping of segments to gathered indices. */
+SPLAT_DEV int splat_row_intervals(const splat_dev_pattern &p, int64_t i, int32_t phase,
+                                  int32_t stride, int32_t width, splat_ival *iv) {
+  const int64_t s0 = p.row_seg[i], s1 = p.row_seg[i + 1];
+  int n = 0;
+  int32_t idx = 0;
+  for (int64_t s = s0; s < s1; s++) {
+    const int32_t st = p.segs[4 * s], sd = p.segs[4 * s + 1];
+    const int32_t cnt = p.segs[4 * s + 2], wd = p.segs[4 * s + 3];
+    bool in;
+    int32_t lo, hi;
+    if (sd <= 1) {
+      in = stride == 1 && phase == 0 && width == 1;
+      lo = st;
+      hi = st + (cnt - 1) * sd + wd - 1;
+    } else {
+      in = stride == sd && phase == st % sd && width == wd;
+      lo = (st / sd) * wd;
+      hi = lo + cnt * wd - 1;
+    }
+    if (in) {
+      iv[n].lo = lo;
+      iv[n].hi = hi;
+      iv[n].idx0 = idx;
+      n++;
+    }
+    idx += cnt * wd;
+  }
+  return n;
+}
+
+/* The part of interval v inside the key sub-tile [g0, g0 + n): gathered indices
+ * [*a, *a + len), whose values are entries [*x, *x + len); returns len (<= 0: none). */
+SPLAT_DEV int splat_ival_clip(const int4 v, int32_t g0, int n, int32_t *a, int32_t *x) {
+  const int32_t lo = v.x > g0 ? v.x : g0;
+  const int32_t hi = v.y < g0 + n - 1 ? v.y : g0 + n - 1;
+  *a = lo;
+  *x = v.z + (lo - v.x);
+  return hi - lo + 1;
+}
+
+/* Value entry of gathered index g in a row's interval table, or -1. */
+SPLAT_DEV int32_t splat_ival_find(const splat_ival *iv, int n, int32_t g) {
+  int32_t r = -1;
+  for (int t = 0; t < n; t++) {
+    const int4 v = *(const int4 *)(iv + t);
+    if (g >= v.x && g <= v.y) r = v.z + (g - v.x);
+  }
+  return r;
+}
+
+#endif

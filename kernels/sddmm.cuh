@@ -1,0 +1,321 @@
+/* sddmm.cuh — R-SDDMM: scores = scale * Q K^T computed only where the mask is, written
+ * straight into ACSR values (entry k of row i = k-th column of M(i)).
+ *
+ * SPLAT_SDDMM_TILE_NAME (f16/bf16 inputs on m16n8k16; f32 on 3xTF32 m16n8k8; see
+ * docs/cuda.md "Kernels" for the v2 shape: 64-row CTAs, grid z = row block, one cp.async
+ * pipeline across runs, scores staged in shared memory and written by 16-byte stores).
+ * v1 description, still accurate in outline: one CTA of SPLAT_WARPS warps
+ * per (query tile, batch*head); warp w owns the tile's rows [16w, 16w+16). The tile's
+ * Q rows (permuted order) are gathered into shared memory once with cp.async; then for
+ * each key run of the tile, every key sub-tile of SPLAT_KT gathered keys
+ * key(g) = phase + (g / width) * stride + g % width is gathered into a double-buffered
+ * shared stage (keys >= seq_k zero-filled), S = Q K^T runs on mma.sync m16n8k16 with
+ * fp32 accumulation, and each element is scattered to its value entry through the
+ * row's interval table for the run's group (built in shared memory once per run):
+ * entry = idx0 + (g - lo) for the interval [lo, hi] holding g; elements outside every
+ * interval (only in predicated runs) are dropped.
+ *
+ * SPLAT_SDDMM_ROWS_NAME (any dtype, any strides; fp32 SIMT): one warp per row over the
+ * rows permuted positions [row_begin, row_begin + row_count); the Q row is kept in
+ * shared memory as fp32, each lane computes whole dot products for entries
+ * lane, lane+32, ... Used for the irregular remainder, for f32 inputs and whenever the
+ * tile kernel's layout requirements (contiguous, 16-byte aligned rows) do not hold.
+ *
+ * Prelude: SPLAT_DT (Q, K), SPLAT_SDT (scores), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
+ * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, and the two kernel names. */
+
+#include "common.cuh"
+
+#define SPLAT_RW SPLAT_ROW_WARPS
+
+extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
+    SPLAT_SDDMM_ROWS_NAME(const splat_sddmm_params P) {
+  __shared__ float sq[SPLAT_RW][SPLAT_HEAD_DIM];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t pos = (int64_t)blockIdx.x * SPLAT_RW + warp;
+  if (pos >= P.shape.row_count) return;
+  const int64_t i = P.pat.perm[P.shape.row_begin + pos];
+  const splat_row row = splat_row_of(P.pat, i);
+  if (row.nnz == 0) return;
+  const int64_t BH = P.shape.batch * P.shape.heads;
+  for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
+    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    const int64_t hk = h / P.shape.heads_per_kv;
+    const int64_t qo = splat_off(P.q, b, h, i);
+    __syncwarp();
+    for (int d = lane; d < SPLAT_HEAD_DIM; d += 32) sq[warp][d] = splat_ld<SPLAT_DT>(P.q.data, qo + d * P.q.s3);
+    __syncwarp();
+    const int64_t ko = splat_off(P.k, b, hk, 0);
+    const int64_t so = splat_off(P.scores, b, h, i);
+    for (int64_t n = lane; n < row.nnz; n += 32) {
+      const int64_t j = splat_row_col(P.pat, row, n);
+      const int64_t kj = ko + j * P.k.s2;
+      float acc0 = 0.f, acc1 = 0.f;
+      int d = 0;
+      for (; d + 1 < SPLAT_HEAD_DIM; d += 2) {
+        acc0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), acc0);
+        acc1 = fmaf(sq[warp][d + 1], splat_ld<SPLAT_DT>(P.k.data, kj + (d + 1) * P.k.s3), acc1);
+      }
+      if (d < SPLAT_HEAD_DIM) acc0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), acc0);
+      splat_st<SPLAT_SDT>(P.scores.data, so + n * P.scores.s3, P.scale * (acc0 + acc1));
+    }
+  }
+}
+
+#if !defined(SPLAT_NO_TILE)
+
+#if SPLAT_DT == SPLAT_F32
+#define SPLAT_KSTEP 8 /* mma k step: m16n8k8 tf32 */
+#define SPLAT_EPC 4   /* Q/K elements per 16-byte chunk */
+#define SPLAT_QK_T float
+#else
+#define SPLAT_KSTEP 16 /* m16n8k16 f16/bf16 */
+#define SPLAT_EPC 8
+#define SPLAT_QK_T uint16_t
+#endif
+#define SPLAT_DP ((SPLAT_HEAD_DIM + SPLAT_KSTEP - 1) / SPLAT_KSTEP * SPLAT_KSTEP)
+#define SPLAT_LDS (SPLAT_DP + SPLAT_EPC) /* shared Q/K row stride (elements): 16 B pad */
+#define SPLAT_CHUNKS (SPLAT_DP / SPLAT_EPC)
+#define SPLAT_TQ (16 * SPLAT_WARPS)
+#define SPLAT_THREADS (32 * SPLAT_WARPS)
+#define SPLAT_OSZ (SPLAT_SDT == SPLAT_F32 ? 4 : 2) /* bytes per score */
+#define SPLAT_OVS (SPLAT_SDT == SPLAT_F32 ? 2 : 3) /* log2 scores per 16-byte store */
+#define SPLAT_OV (1 << SPLAT_OVS)
+#define SPLAT_LDO (SPLAT_KT + 8) /* staging row stride (scores) */
+#define SPLAT_MIN_CTAS (SPLAT_WARPS <= 4 ? 2 : 1)
+
+/* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same):
+ * Q, the K ring, the score staging tile, STAGES interval tables + counts, row ids. */
+#define SPLAT_SDDMM_SMEM                                                                 \
+  ((SPLAT_TQ + SPLAT_STAGES * SPLAT_KT) * SPLAT_LDS * (int)sizeof(SPLAT_QK_T) +          \
+   SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ +                                                    \
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
+
+/* Gathers key sub-tile g0 .. g0 + KT of a run into a shared stage. */
+SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run,
+                                  int64_t g0, int64_t ko, SPLAT_QK_T *stage) {
+  const SPLAT_QK_T *kp = (const SPLAT_QK_T *)P.k.data;
+  for (int c = threadIdx.x; c < SPLAT_KT * SPLAT_CHUNKS; c += SPLAT_THREADS) {
+    const int kk = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
+    const int64_t key = splat_group_key(run.phase, run.stride, run.width, g0 + kk);
+    const bool valid = key < P.pat.seq_k && ch * SPLAT_EPC < SPLAT_HEAD_DIM;
+    const SPLAT_QK_T *src = valid ? kp + ko + key * P.k.s2 + ch * SPLAT_EPC : kp;
+    splat_cp_async16(stage + kk * SPLAT_LDS + ch * SPLAT_EPC, src, valid);
+  }
+}
+
+/* One staged score (raw bits of dtype SDT) of the staging tile. */
+SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
+  if (SPLAT_OSZ == 4) return ((const uint32_t *)so)[e];
+  return ((const uint16_t *)so)[e];
+}
+SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
+  if (SPLAT_OSZ == 4) {
+    ((uint32_t *)base)[e] = v;
+  } else {
+    ((uint16_t *)base)[e] = (uint16_t)v;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
+    SPLAT_SDDMM_TILE_NAME(const splat_sddmm_params P) {
+  extern __shared__ __align__(16) unsigned char splat_smem[];
+  SPLAT_QK_T *sQ = (SPLAT_QK_T *)splat_smem;
+  SPLAT_QK_T *sK = sQ + SPLAT_TQ * SPLAT_LDS;
+  unsigned char *sO = (unsigned char *)(sK + SPLAT_STAGES * SPLAT_KT * SPLAT_LDS);
+  splat_ival *sIv = (splat_ival *)(sO + SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ);
+  int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
+  int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
+
+  /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
+  const splat_dev_tile tile = P.pat.tiles[blockIdx.x];
+  const int rb = (int)blockIdx.z * SPLAT_TQ;
+  const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  if (tile.nruns == 0 || nrows <= 0) return;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t BH = P.shape.batch * P.shape.heads;
+  const SPLAT_QK_T *qp = (const SPLAT_QK_T *)P.q.data;
+  const bool warp_active = 16 * warp < nrows;
+  const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
+  if (threadIdx.x < SPLAT_TQ) {
+    sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
+  }
+  const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
+  unsigned char *wo = sO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
+
+  for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
+    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    const int64_t hk = h / P.shape.heads_per_kv;
+    const int64_t ko = splat_off(P.k, b, hk, 0);
+
+    __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
+    for (int c = threadIdx.x; c < SPLAT_TQ * SPLAT_CHUNKS; c += SPLAT_THREADS) {
+      const int r = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
+      const bool valid = r < nrows && ch * SPLAT_EPC < SPLAT_HEAD_DIM;
+      const SPLAT_QK_T *src = qp;
+      if (valid) src = qp + splat_off(P.q, b, h, sRow[r]) + ch * SPLAT_EPC;
+      splat_cp_async16(sQ + r * SPLAT_LDS + ch * SPLAT_EPC, src, valid);
+    }
+    splat_cp_async_commit();
+
+    /* One pipeline over the key sub-tiles of all runs: the sub-tile STAGES - 1 ahead is
+     * in flight while one is computed; a run's interval tables (buffer run % STAGES) are
+     * built when its first sub-tile is issued. */
+    int li = 0, ls = 0, issued = 0;
+    auto issue = [&]() {
+      if (li < tile.nruns) {
+        const splat_dev_run run = P.pat.runs[tile.run_begin + li];
+        if (ls == 0 && threadIdx.x < SPLAT_TQ) {
+          const int r = threadIdx.x, tb = li % SPLAT_STAGES;
+          sNiv[tb * SPLAT_TQ + r] =
+              r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width,
+                                              sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS)
+                        : 0;
+        }
+        splat_sddmm_load_k(P, run, (int64_t)run.base + (int64_t)ls * SPLAT_KT, ko,
+                           sK + (issued % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS);
+        if (++ls == run.ntiles * nsub_tile) {
+          li++;
+          ls = 0;
+        }
+      }
+      splat_cp_async_commit();
+      issued++;
+    };
+#pragma unroll
+    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
+
+    int ci = 0, cs = 0, it = 0;
+    while (ci < tile.nruns) {
+      issue();
+      splat_cp_async_wait<SPLAT_STAGES - 1>();
+      __syncthreads(); /* sub-tile `it` and its run's tables are in */
+      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+      const int32_t g0 = run.base + cs * SPLAT_KT;
+      if (warp_active) {
+        const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
+        float acc[SPLAT_KT / 8][4];
+#pragma unroll
+        for (int j = 0; j < SPLAT_KT / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#if SPLAT_DT == SPLAT_F32
+        const int g = lane >> 2, t = lane & 3;
+#pragma unroll 2
+        for (int kk = 0; kk < SPLAT_DP / 8; kk++) {
+          const float *qa = sQ + (16 * warp + g) * SPLAT_LDS + kk * 8 + t;
+          uint32_t ah[4], al[4];
+          splat_tf32_split(qa[0], ah[0], al[0]);
+          splat_tf32_split(qa[8 * SPLAT_LDS], ah[1], al[1]);
+          splat_tf32_split(qa[4], ah[2], al[2]);
+          splat_tf32_split(qa[8 * SPLAT_LDS + 4], ah[3], al[3]);
+#pragma unroll
+          for (int j = 0; j < SPLAT_KT / 8; j++) {
+            const float *kb = st + (8 * j + g) * SPLAT_LDS + kk * 8 + t;
+            uint32_t bh2[2], bl2[2];
+            splat_tf32_split(kb[0], bh2[0], bl2[0]);
+            splat_tf32_split(kb[4], bh2[1], bl2[1]);
+            splat_mma1688_tf32(acc[j], al, bh2);
+            splat_mma1688_tf32(acc[j], ah, bl2);
+            splat_mma1688_tf32(acc[j], ah, bh2);
+          }
+        }
+#else
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+          uint32_t a[4];
+          splat_ldmatrix_x4(a, sQ + (16 * warp + (lane & 15)) * SPLAT_LDS + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+          for (int j = 0; j < SPLAT_KT / 8; j += 2) {
+            uint32_t bq[4];
+            const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
+            splat_ldmatrix_x4(bq, st + key * SPLAT_LDS + kk * 16 + ((lane >> 3) & 1) * 8);
+            const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+            splat_mma16816<SPLAT_DT>(acc[j], a, b0);
+            splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
+          }
+        }
+#endif
+        /* Stage the warp's 16 x KT scaled scores (dtype SDT) in shared memory ... */
+        {
+          const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+          for (int j = 0; j < SPLAT_KT / 8; j++) {
+            const int c = 8 * j + 2 * t;
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+              const float x0 = P.scale * acc[j][2 * hf], x1 = P.scale * acc[j][2 * hf + 1];
+              const int e = (g + 8 * hf) * SPLAT_LDO + c;
+#if SPLAT_SDT == SPLAT_F32
+              *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
+#else
+              *(uint32_t *)(wo + 2 * e) = splat_pack2<SPLAT_SDT>(x0, x1);
+#endif
+            }
+          }
+        }
+        __syncwarp();
+        /* ... then write each row's part of every interval of the run's group that meets
+         * this sub-tile: a contiguous range of value entries, by 16-byte stores (8 lanes
+         * per row, 4 rows at a time); partial 16-byte chunks element by element. */
+        const int tb = ci % SPLAT_STAGES, sub = lane & 7;
+#pragma unroll
+        for (int pass = 0; pass < 4; pass++) {
+          const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
+          if (r < nrows) {
+            const int niv = sNiv[tb * SPLAT_TQ + r];
+            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+            const int64_t so = splat_off(P.scores, b, h, sRow[r]);
+            for (int q = 0; q < niv; q++) {
+              int32_t a, x;
+              const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
+              if (len <= 0) continue;
+              const int src = rl * SPLAT_LDO + (a - g0);
+              if (vec) {
+                const int64_t d0 = so + x;
+                const int64_t c1 = (d0 + len - 1) >> SPLAT_OVS;
+                for (int64_t c = (d0 >> SPLAT_OVS) + sub; c <= c1; c += 8) {
+                  const int64_t e0 = c << SPLAT_OVS;
+                  const int s0 = src + (int)(e0 - d0);
+                  if (e0 >= d0 && e0 + SPLAT_OV <= d0 + len) {
+                    uint4 v;
+#if SPLAT_SDT == SPLAT_F32
+                    v.x = splat_sddmm_staged(wo, s0);
+                    v.y = splat_sddmm_staged(wo, s0 + 1);
+                    v.z = splat_sddmm_staged(wo, s0 + 2);
+                    v.w = splat_sddmm_staged(wo, s0 + 3);
+#else
+                    v.x = splat_sddmm_staged(wo, s0) | (splat_sddmm_staged(wo, s0 + 1) << 16);
+                    v.y = splat_sddmm_staged(wo, s0 + 2) | (splat_sddmm_staged(wo, s0 + 3) << 16);
+                    v.z = splat_sddmm_staged(wo, s0 + 4) | (splat_sddmm_staged(wo, s0 + 5) << 16);
+                    v.w = splat_sddmm_staged(wo, s0 + 6) | (splat_sddmm_staged(wo, s0 + 7) << 16);
+#endif
+                    *(uint4 *)((unsigned char *)P.scores.data + e0 * SPLAT_OSZ) = v;
+                  } else {
+#pragma unroll
+                    for (int k2 = 0; k2 < SPLAT_OV; k2++) {
+                      const int64_t e = e0 + k2;
+                      if (e >= d0 && e < d0 + len) splat_sddmm_put(P.scores.data, e, splat_sddmm_staged(wo, s0 + k2));
+                    }
+                  }
+                }
+              } else {
+                for (int k2 = sub; k2 < len; k2 += 8) {
+                  splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,
+                                  splat_sddmm_staged(wo, src + k2));
+                }
+              }
+            }
+          }
+        }
+        __syncwarp();
+      }
+      __syncthreads(); /* stage `it` may be refilled next */
+      it++;
+      if (++cs == run.ntiles * nsub_tile) {
+        ci++;
+        cs = 0;
+      }
+    }
+  }
+}
+
+#endif

@@ -1,0 +1,37 @@
+/* backend.h — the CUDA backend as src/core sees it: open a device context, build the
+ * device side of a plan (metadata upload, kernel generation, compile, module load), and
+ * run the four operations on the caller's stream. Arguments of the operations have been
+ * validated by the API layer (src/core/ops.c), as for the CPU backend (src/cpu/cpu.h). */
+#ifndef SPLAT_CUDA_BACKEND_H
+#define SPLAT_CUDA_BACKEND_H
+
+#include "core/context.h"
+
+typedef struct splat__cuda_context splat__cuda_context;
+typedef struct splat__cuda_plan splat__cuda_plan;
+
+/* Opens CUDA device `device` through its primary context. SPLAT_ERR_NO_DEVICE when no
+ * driver / device is usable, SPLAT_ERR_UNSUPPORTED below compute capability 8.0. */
+splat_status splat__cuda_context_open(int device, splat__cuda_context **out);
+void splat__cuda_context_close(splat__cuda_context *c);
+
+/* The device side of a plan of a CUDA context (plan->ctx->cuda): uploads the ACSR and
+ * tile plan, generates, compiles and loads the kernels. Never called for CPU plans. */
+splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out);
+void splat__cuda_plan_destroy(splat__cuda_plan *p);
+
+/* The operations: same arguments as splat__cpu_* plus the stream; tensors in device
+ * memory. Never synchronise, never allocate. */
+splat_status splat__cuda_sddmm(const splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                               double scale, const splat_tensor *scores, splat_stream stream);
+splat_status splat__cuda_softmax(const splat_plan *plan, const splat_tensor *scores, double scale,
+                                 const splat_tensor *probs, const splat_tensor *lse,
+                                 splat_stream stream);
+splat_status splat__cuda_spmm(const splat_plan *plan, const splat_tensor *probs,
+                              const splat_tensor *v, const splat_tensor *out, splat_stream stream);
+splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q,
+                                   const splat_tensor *k, const splat_tensor *v, double scale,
+                                   const splat_tensor *out, const splat_tensor *lse,
+                                   splat_stream stream);
+
+#endif

@@ -1,0 +1,454 @@
+/* cuda_backend.c — the CUDA backend of splat's own kernels: device context, plan
+ * creation (metadata upload, kernel specialisation, compile, module load, dynamic shared
+ * memory attribute) and the four operations (argument packing, path choice, launches on
+ * the caller's stream). Driver calls go through the runtime's splat__cuda_api table;
+ * kernels come from splat__kernel_cache_get (memory cache, disk cache or NVRTC). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels/params.cuh"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "cuda/backend.h"
+#include "cuda/driver.h"
+#include "cuda/kernel_cache.h"
+#include "cuda/kgen.h"
+
+/* The driver table (loaded by the context) and the check of one driver call. */
+static const splat__cuda_api_table *drv;
+
+#define CU(call, what)                                  \
+  do {                                                  \
+    splat_status st_ = splat__cuda_check((call), what); \
+    if (st_ != SPLAT_OK) return st_;                    \
+  } while (0)
+
+/* ------------------------------------------------------------ context */
+
+struct splat__cuda_context {
+  splat__cuda_device dev; /* primary context retained */
+};
+
+splat_status splat__cuda_context_open(int device, splat__cuda_context **out) {
+  *out = NULL;
+  splat_status st = splat__cuda_api(&drv);
+  if (st != SPLAT_OK) return st;
+  splat__cuda_context *c = calloc(1, sizeof *c);
+  if (!c) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_context_create: out of memory");
+  st = splat__cuda_device_open(device, &c->dev);
+  if (st != SPLAT_OK) {
+    free(c);
+    return st;
+  }
+  if (c->dev.cc_major < 8) {
+    const int ma = c->dev.cc_major, mi = c->dev.cc_minor;
+    splat__cuda_device_close(&c->dev);
+    free(c);
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "device %d has compute capability %d.%d; splat's CUDA kernels need 8.0 "
+                       "or newer (cp.async, bf16 tensor cores)",
+                       device, ma, mi);
+  }
+  *out = c;
+  return SPLAT_OK;
+}
+
+void splat__cuda_context_close(splat__cuda_context *c) {
+  if (!c) return;
+  splat__cuda_device_close(&c->dev);
+  free(c);
+}
+
+/* ------------------------------------------------------------ plan */
+
+struct splat__cuda_plan {
+  splat__cuda_context *cu;
+  CUdeviceptr meta; /* one allocation for all metadata */
+  splat_dev_pattern pat;
+  int64_t ntiles, regular_rows;
+  splat__kspec spec[SPLAT__KOP_COUNT];
+  CUmodule mod[SPLAT__KOP_COUNT];
+  CUfunction rows[SPLAT__KOP_COUNT];
+  CUfunction tile[SPLAT__KOP_COUNT]; /* NULL when the op has no usable tile kernel */
+  int tile_smem[SPLAT__KOP_COUNT];
+};
+
+static splat_status push(const splat__cuda_context *c) {
+  return splat__cuda_push(&c->dev);
+}
+static void pop(void) {
+  splat__cuda_pop();
+}
+
+/* Host staging of the metadata: sections appended at 256-byte offsets. */
+typedef struct stage {
+  unsigned char *buf;
+  size_t size, cap;
+} stage;
+
+static int64_t stage_add(stage *s, const void *data, size_t n) {
+  size_t off = (s->size + 255) & ~(size_t)255;
+  if (off + n > s->cap) {
+    size_t c = s->cap ? s->cap : 4096;
+    while (c < off + n) c *= 2;
+    unsigned char *p = realloc(s->buf, c);
+    if (!p) return -1;
+    s->buf = p;
+    s->cap = c;
+  }
+  memset(s->buf + s->size, 0, off - s->size);
+  if (n) memcpy(s->buf + off, data, n);
+  s->size = off + n;
+  return (int64_t)off;
+}
+
+static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
+  const splat__acsr *a = &plan->acsr;
+  const splat__tile_plan *t = &plan->tiles;
+  if (t->nruns > INT32_MAX || t->ntiles > INT32_MAX || a->seq_q >= INT32_MAX) {
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "splat_plan_create: %lld key runs / %lld query tiles exceed the CUDA "
+                       "backend's int32 plan indices",
+                       (long long)t->nruns, (long long)t->ntiles);
+  }
+  splat_dev_tile *tiles = malloc((size_t)(t->ntiles ? t->ntiles : 1) * sizeof *tiles);
+  splat_dev_run *runs = malloc((size_t)(t->nruns ? t->nruns : 1) * sizeof *runs);
+  stage s = {0};
+  splat_status st = SPLAT_OK;
+  if (!tiles || !runs)
+    st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+  for (int64_t i = 0; st == SPLAT_OK && i < t->ntiles; i++) {
+    tiles[i].row_begin = (int32_t)t->tiles[i].row_begin;
+    tiles[i].nrows = t->tiles[i].nrows;
+    tiles[i].run_begin = (int32_t)t->tiles[i].run_begin;
+    tiles[i].nruns = t->tiles[i].nruns;
+  }
+  for (int64_t i = 0; st == SPLAT_OK && i < t->nruns; i++) {
+    const splat__key_run *r = &t->runs[i];
+    splat_dev_run d = {
+        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, 0, 0};
+    runs[i] = d;
+  }
+  int64_t off[7];
+  if (st == SPLAT_OK) {
+    const int64_t nsegs = a->row_seg[a->seq_q];
+    off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
+    off[1] = stage_add(&s, a->segs, (size_t)nsegs * 16);
+    off[2] = stage_add(&s, a->rem_row, (size_t)(a->seq_q + 1) * 8);
+    off[3] = stage_add(&s, a->rem_cols, (size_t)a->rem_nnz * 4);
+    off[4] = stage_add(&s, t->perm, (size_t)a->seq_q * 4);
+    off[5] = stage_add(&s, tiles, (size_t)t->ntiles * sizeof *tiles);
+    off[6] = stage_add(&s, runs, (size_t)t->nruns * sizeof *runs);
+    for (int i = 0; i < 7; i++) {
+      if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+    }
+  }
+  if (st == SPLAT_OK) {
+    st = splat__cuda_check(drv->cuMemAlloc(&p->meta, s.size ? s.size : 256),
+                           "cuMemAlloc (the plan's metadata)");
+    if (st == SPLAT_OK) {
+      st = splat__cuda_check(drv->cuMemcpyHtoD(p->meta, s.buf, s.size),
+                             "cuMemcpyHtoD (the plan's metadata)");
+    }
+  }
+  if (st == SPLAT_OK) {
+    const CUdeviceptr m = p->meta;
+    p->pat.row_seg = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[0]);
+    p->pat.segs = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[1]);
+    p->pat.rem_row = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[2]);
+    p->pat.rem_cols = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[3]);
+    p->pat.perm = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[4]);
+    p->pat.tiles = (const splat_dev_tile *)(uintptr_t)(m + (CUdeviceptr)off[5]);
+    p->pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[6]);
+    p->pat.seq_q = a->seq_q;
+    p->pat.seq_k = a->seq_k;
+    p->ntiles = t->ntiles;
+    p->regular_rows = t->regular_rows;
+  }
+  free(s.buf);
+  free(tiles);
+  free(runs);
+  return st;
+}
+
+/* Gets (memory cache, disk cache or NVRTC) and loads the module of one op; logs where it
+ * came from and how long it took. *compiled: 1 when NVRTC compiled it now. */
+static splat_status build_kernel(splat__cuda_plan *p, int op, int *compiled) {
+  const splat__kspec *s = &p->spec[op];
+  const splat__cuda_device *dev = &p->cu->dev;
+  char rows[160], tile[160], program[176];
+  splat__kspec_names(s, rows, tile, sizeof rows);
+  splat__kspec_program(s, program, sizeof program);
+  const double t0 = splat__now_ms();
+  char *src = NULL;
+  splat__compiled bin;
+  memset(&bin, 0, sizeof bin);
+  splat__cache_hit hit = SPLAT__CACHE_COMPILED;
+  splat_status st = splat__kspec_source(s, &src);
+  if (st == SPLAT_OK) st = splat__kernel_cache_get(src, program, dev->arch, &bin, &hit);
+  free(src);
+  const double t1 = splat__now_ms();
+  if (st == SPLAT_OK) {
+    st = splat__cuda_check(drv->cuModuleLoadData(&p->mod[op], bin.cubin), "cuModuleLoadData");
+  }
+  if (st == SPLAT_OK) {
+    st = splat__cuda_check(drv->cuModuleGetFunction(&p->rows[op], p->mod[op], rows),
+                           "cuModuleGetFunction (row kernel)");
+  }
+  if (st == SPLAT_OK && s->tile) {
+    p->tile_smem[op] = splat__kspec_tile_smem(s);
+    st = splat__cuda_check(drv->cuModuleGetFunction(&p->tile[op], p->mod[op], tile),
+                           "cuModuleGetFunction (tile kernel)");
+    if (st == SPLAT_OK) {
+      st = splat__cuda_check(
+          drv->cuFuncSetAttribute(p->tile[op], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  p->tile_smem[op]),
+          "cuFuncSetAttribute (dynamic shared memory of the tile kernel)");
+    }
+  }
+  splat__compiled_free(&bin);
+  if (st != SPLAT_OK) return st;
+  *compiled = hit == SPLAT__CACHE_COMPILED;
+  splat__log(SPLAT__LOG_INFO, "plan kernel %s for %s: %s, got in %.2f ms, loaded in %.2f ms",
+             program, dev->arch, splat__cache_hit_name(hit), t1 - t0, splat__now_ms() - t1);
+  return SPLAT_OK;
+}
+
+/* Specialises, gets and loads the kernels of every op; fills the report's kernels_ms and
+ * kernels_compiled. */
+static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
+  const splat_plan_desc *d = &plan->desc;
+  splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, d->max_segments, d->tile_q, d->tile_k,
+                    p->cu->dev.max_smem_per_block_optin);
+  const double t0 = splat__now_ms();
+  int ncompiled = 0;
+  for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
+    int compiled = 0;
+    splat_status st = build_kernel(p, op, &compiled);
+    if (st != SPLAT_OK) return st;
+    ncompiled += compiled;
+  }
+  plan->report.kernels_ms = splat__now_ms() - t0;
+  plan->report.kernels_compiled = ncompiled;
+  splat__log(SPLAT__LOG_INFO, "plan kernels: %d module(s), %d compiled, in %.2f ms",
+             SPLAT__KOP_COUNT, ncompiled, plan->report.kernels_ms);
+  return SPLAT_OK;
+}
+
+void splat__cuda_plan_destroy(splat__cuda_plan *p) {
+  if (!p) return;
+  if (push(p->cu) == SPLAT_OK) {
+    for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
+      if (p->mod[op]) drv->cuModuleUnload(p->mod[op]);
+    }
+    if (p->meta) drv->cuMemFree(p->meta);
+    pop();
+  }
+  free(p);
+}
+
+splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
+  *out = NULL;
+  splat__cuda_context *cu = plan->ctx->cuda;
+  if (!cu) return splat__fail(SPLAT_ERR_INTERNAL, "splat_plan_create: context has no CUDA device");
+  splat__cuda_plan *p = calloc(1, sizeof *p);
+  if (!p) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+  p->cu = cu;
+  splat_status st = push(cu);
+  if (st != SPLAT_OK) {
+    free(p);
+    return st;
+  }
+  st = upload(p, plan);
+  if (st == SPLAT_OK) st = build_kernels(p, plan);
+  pop();
+  if (st != SPLAT_OK) {
+    splat__cuda_plan_destroy(p);
+    return st;
+  }
+  *out = p;
+  return SPLAT_OK;
+}
+
+/* ------------------------------------------------------------ operations */
+
+static splat_dev_tensor dev_tensor(const splat_tensor *t) {
+  splat_dev_tensor d;
+  d.data = t ? t->data : NULL;
+  d.s0 = t ? t->strides[0] : 0;
+  d.s1 = t ? t->strides[1] : 0;
+  d.s2 = t ? t->strides[2] : 0;
+  d.s3 = t ? t->strides[3] : 0;
+  return d;
+}
+
+static splat_dev_shape dev_shape(const splat_plan *plan, int64_t row_begin, int64_t row_count) {
+  splat_dev_shape s;
+  s.batch = plan->desc.batch;
+  s.heads = plan->desc.heads;
+  s.heads_per_kv = (int32_t)(plan->desc.heads / plan->desc.heads_kv);
+  s.head_dim = (int32_t)plan->desc.head_dim;
+  s.row_begin = (int32_t)row_begin;
+  s.row_count = (int32_t)row_count;
+  return s;
+}
+
+/* 1 when the tile kernels' cp.async gather can read a [B,H,S,D] 16-bit tensor: last dim
+ * contiguous, base and the other strides 16-byte aligned. */
+static int tile_layout_ok(const splat_tensor *t) {
+  return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 && t->strides[0] % 8 == 0 &&
+         t->strides[1] % 8 == 0 && t->strides[2] % 8 == 0;
+}
+
+static unsigned grid_y(const splat_plan *plan) {
+  const int64_t bh = plan->desc.batch * plan->desc.heads;
+  return (unsigned)(bh < 65535 ? bh : 65535);
+}
+
+static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem,
+                           splat_stream stream, void *params) {
+  if (gx == 0) return SPLAT_OK;
+  void *args[1] = {params};
+  CU(drv->cuLaunchKernel(f, gx, gy, 1, threads, 1, 1, smem, (CUstream)stream, args, NULL),
+     "cuLaunchKernel");
+  return SPLAT_OK;
+}
+
+/* Tile kernel of op: grid (query tiles, batch x heads, row blocks), where a CTA of
+ * 16 x warps rows takes one row block of a query tile (tile_q / (16 x warps) blocks). */
+static splat_status launch_tile(const splat_plan *plan, splat__kop op, splat_stream stream,
+                                void *params) {
+  const splat__cuda_plan *p = plan->cuda;
+  if (p->ntiles == 0) return SPLAT_OK;
+  const int tq = 16 * p->spec[op].warps;
+  const unsigned gz = (unsigned)((plan->tiles.tile_q + tq - 1) / tq);
+  void *args[1] = {params};
+  CU(drv->cuLaunchKernel(p->tile[op], (unsigned)p->ntiles, grid_y(plan), gz,
+                         (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
+                         (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
+     "cuLaunchKernel");
+  return SPLAT_OK;
+}
+
+/* Row kernel of op over permuted positions [begin, begin + count). `params` starts with
+ * the shape at offset shape_off, which this sets. */
+static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t begin, int64_t count,
+                                splat_dev_shape *shape, void *params, splat_stream stream) {
+  const splat__cuda_plan *p = plan->cuda;
+  if (count <= 0) return SPLAT_OK;
+  *shape = dev_shape(plan, begin, count);
+  const int rw = p->spec[op].row_warps;
+  return launch(p->rows[op], (unsigned)((count + rw - 1) / rw), grid_y(plan), (unsigned)(32 * rw),
+                0, stream, params);
+}
+
+static splat_status check_values_dtype(const char *fn, const char *name, const splat_tensor *t,
+                                       splat_dtype want) {
+  if (t->dtype != want) {
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "%s: %s dtype %s differs from the plan's dtype %s; the CUDA backend "
+                       "compiles its value kernels for the plan's dtype only",
+                       fn, name, splat_dtype_name(t->dtype), splat_dtype_name(want));
+  }
+  return SPLAT_OK;
+}
+
+splat_status splat__cuda_sddmm(const splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
+                               double scale, const splat_tensor *scores, splat_stream stream) {
+  const splat__cuda_plan *p = plan->cuda;
+  splat_status st = check_values_dtype("splat_sddmm", "scores", scores, plan->desc.dtype);
+  if (st != SPLAT_OK) return st;
+  splat_sddmm_params prm;
+  memset(&prm, 0, sizeof prm);
+  prm.pat = p->pat;
+  prm.q = dev_tensor(q);
+  prm.k = dev_tensor(k);
+  prm.scores = dev_tensor(scores);
+  prm.scale = (float)scale;
+  if ((st = push(p->cu)) != SPLAT_OK) return st;
+  const splat__kop op = SPLAT__KOP_SDDMM;
+  if (p->tile[op] && tile_layout_ok(q) && tile_layout_ok(k)) {
+    prm.shape = dev_shape(plan, 0, 0);
+    st = launch_tile(plan, op, stream, &prm);
+    if (st == SPLAT_OK) {
+      st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, &prm.shape, &prm,
+                       stream);
+    }
+  } else {
+    st = launch_rows(plan, op, 0, plan->seq_q, &prm.shape, &prm, stream);
+  }
+  pop();
+  return st;
+}
+
+splat_status splat__cuda_softmax(const splat_plan *plan, const splat_tensor *scores, double scale,
+                                 const splat_tensor *probs, const splat_tensor *lse,
+                                 splat_stream stream) {
+  const splat__cuda_plan *p = plan->cuda;
+  splat_status st = check_values_dtype("splat_softmax", "scores", scores, plan->desc.dtype);
+  if (st == SPLAT_OK) st = check_values_dtype("splat_softmax", "probs", probs, plan->desc.dtype);
+  if (st != SPLAT_OK) return st;
+  splat_softmax_params prm;
+  memset(&prm, 0, sizeof prm);
+  prm.pat = p->pat;
+  prm.scores = dev_tensor(scores);
+  prm.probs = dev_tensor(probs);
+  prm.lse = dev_tensor(lse);
+  prm.scale = (float)scale;
+  prm.scale_log2 = (float)(scale * 1.4426950408889634);
+  if ((st = push(p->cu)) != SPLAT_OK) return st;
+  st = launch_rows(plan, SPLAT__KOP_SOFTMAX, 0, plan->seq_q, &prm.shape, &prm, stream);
+  pop();
+  return st;
+}
+
+splat_status splat__cuda_spmm(const splat_plan *plan, const splat_tensor *probs,
+                              const splat_tensor *v, const splat_tensor *out, splat_stream stream) {
+  const splat__cuda_plan *p = plan->cuda;
+  splat_status st = check_values_dtype("splat_spmm", "probs", probs, plan->desc.dtype);
+  if (st != SPLAT_OK) return st;
+  splat_spmm_params prm;
+  memset(&prm, 0, sizeof prm);
+  prm.pat = p->pat;
+  prm.probs = dev_tensor(probs);
+  prm.v = dev_tensor(v);
+  prm.out = dev_tensor(out);
+  if ((st = push(p->cu)) != SPLAT_OK) return st;
+  const splat__kop op = SPLAT__KOP_SPMM;
+  if (p->tile[op] && tile_layout_ok(v)) {
+    prm.shape = dev_shape(plan, 0, 0);
+    st = launch_tile(plan, op, stream, &prm);
+    if (st == SPLAT_OK) {
+      st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, &prm.shape, &prm,
+                       stream);
+    }
+  } else {
+    st = launch_rows(plan, op, 0, plan->seq_q, &prm.shape, &prm, stream);
+  }
+  pop();
+  return st;
+}
+
+splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q,
+                                   const splat_tensor *k, const splat_tensor *v, double scale,
+                                   const splat_tensor *out, const splat_tensor *lse,
+                                   splat_stream stream) {
+  const splat__cuda_plan *p = plan->cuda;
+  splat_attention_params prm;
+  memset(&prm, 0, sizeof prm);
+  prm.pat = p->pat;
+  prm.q = dev_tensor(q);
+  prm.k = dev_tensor(k);
+  prm.v = dev_tensor(v);
+  prm.out = dev_tensor(out);
+  prm.lse = dev_tensor(lse);
+  prm.scale = (float)scale;
+  prm.scale_log2 = (float)(scale * 1.4426950408889634);
+  splat_status st = push(p->cu);
+  if (st != SPLAT_OK) return st;
+  st = launch_rows(plan, SPLAT__KOP_ATTENTION, 0, plan->seq_q, &prm.shape, &prm, stream);
+  pop();
+  return st;
+}

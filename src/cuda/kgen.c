@@ -1,0 +1,182 @@
+/* kgen.c — specialisations of splat's own kernels: choice of tile kernel, names, the
+ * #define prelude and the generated source through splat__codegen (see kgen.h and
+ * docs/cuda.md "Kernels"). */
+#include "cuda/kgen.h"
+
+#include "cuda/codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Interval table entry of kernels/common.cuh (4 x int32). */
+#define IVAL_BYTES 16
+
+static const char *dname(splat_dtype d) {
+  return d == SPLAT_F32 ? "f32" : d == SPLAT_F16 ? "f16" : "bf16";
+}
+
+static const char *op_name(splat__kop op) {
+  switch (op) {
+    case SPLAT__KOP_SDDMM:
+      return "sddmm";
+    case SPLAT__KOP_SOFTMAX:
+      return "softmax";
+    case SPLAT__KOP_SPMM:
+      return "spmm";
+    default:
+      return "attn";
+  }
+}
+
+const char *splat__kspec_template(splat__kop op) {
+  switch (op) {
+    case SPLAT__KOP_SDDMM:
+      return "sddmm.cuh";
+    case SPLAT__KOP_SOFTMAX:
+      return "softmax.cuh";
+    case SPLAT__KOP_SPMM:
+      return "spmm.cuh";
+    default:
+      return "attention_simple.cuh";
+  }
+}
+
+void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
+                       splat_dtype pdt, int head_dim, int max_segs, int tile_q, int tile_k) {
+  memset(s, 0, sizeof *s);
+  s->op = op;
+  s->dt = dt;
+  s->vdt = op == SPLAT__KOP_ATTENTION ? dt : vdt;
+  s->pdt = op == SPLAT__KOP_SOFTMAX ? pdt : s->vdt;
+  s->head_dim = head_dim;
+  s->max_segs = max_segs;
+  s->row_warps = 4;
+  s->stages = 2;
+  s->tile_k = tile_k;
+  /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
+   * for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q allows, so
+   * 2-3 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
+   * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). */
+  const int tile_op = (op == SPLAT__KOP_SDDMM) || (op == SPLAT__KOP_SPMM && dt != SPLAT_F32);
+  if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
+      tile_k % 16 == 0) {
+    s->tile = 1;
+    s->warps = tile_q % 64 == 0 ? 4 : tile_q / 16;
+    int kt = head_dim > 128 || (dt == SPLAT_F32 && head_dim > 64) ? 32 : 64;
+    while (tile_k % kt) kt /= 2;
+    s->kt = kt;
+    s->stages = dt == SPLAT_F32 ? 2 : 3;
+  }
+  if (op == SPLAT__KOP_SOFTMAX) s->head_dim = 0; /* softmax does not depend on it */
+}
+
+void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap) {
+  const char *on = op_name(s->op);
+  if (s->op == SPLAT__KOP_SOFTMAX) {
+    snprintf(rows, cap, "splat_softmax_rows_%s_to_%s", dname(s->vdt), dname(s->pdt));
+  } else if (s->op == SPLAT__KOP_ATTENTION) {
+    snprintf(rows, cap, "splat_attn_rows_%s_d%d", dname(s->dt), s->head_dim);
+  } else {
+    snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
+  }
+  if (s->tile) {
+    snprintf(tile, cap, "splat_%s_tile_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on, dname(s->dt),
+             dname(s->vdt), s->head_dim, 16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
+  } else if (cap) {
+    tile[0] = '\0';
+  }
+}
+
+int splat__kspec_tile_smem(const splat__kspec *s) {
+  if (!s->tile) return 0;
+  /* Mirrors SPLAT_SDDMM_SMEM / SPLAT_SPMM_SMEM of kernels/sddmm.cuh, spmm.cuh. */
+  const int tq = 16 * s->warps;
+  const int tables = s->stages * tq * (s->max_segs * IVAL_BYTES + 4) + tq * 4;
+  if (s->op == SPLAT__KOP_SDDMM) {
+    const int f32 = s->dt == SPLAT_F32, esz = f32 ? 4 : 2, kstep = f32 ? 8 : 16;
+    const int dp = (s->head_dim + kstep - 1) / kstep * kstep, ld = dp + 16 / esz;
+    const int osz = s->vdt == SPLAT_F32 ? 4 : 2;
+    return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
+  }
+  const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
+  return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
+}
+
+static int dcode(splat_dtype d) {
+  return d == SPLAT_F32 ? 0 : d == SPLAT_F16 ? 1 : 2;
+}
+
+void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
+                       int tile_k, int smem_optin) {
+  for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
+    splat__kspec *s = &specs[op];
+    splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
+    if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
+  }
+}
+
+void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
+  char rows[160], tile[160];
+  splat__kspec_names(s, rows, tile, sizeof rows);
+  snprintf(buf, cap, "%s.cu", rows);
+}
+
+/* Prelude values: integers as text, kept alive for splat__codegen. */
+enum { NDEF = 13 };
+
+splat_status splat__kspec_source(const splat__kspec *s, char **out) {
+  char rows[160], tile[160], comment[1024];
+  splat__kspec_names(s, rows, tile, sizeof rows);
+  const char *N = s->op == SPLAT__KOP_SDDMM     ? "SDDMM"
+                  : s->op == SPLAT__KOP_SOFTMAX ? "SOFTMAX"
+                  : s->op == SPLAT__KOP_SPMM    ? "SPMM"
+                                                : "ATTN";
+  char tile_words[400] = "";
+  if (s->tile) {
+    snprintf(tile_words, sizeof tile_words,
+             "; tensor-core tile kernel %s (%d warps = %d query rows per CTA, key tile %d in "
+             "sub-tiles of %d keys, %d shared-memory stages, %d bytes of dynamic shared memory)",
+             tile, s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
+  }
+  snprintf(comment, sizeof comment,
+           "splat generated kernel source: %s for %s inputs, %s values%s%s, head_dim %d, up to "
+           "%d affine segments per row; row kernel %s (%d warps, one row per warp)%s%s",
+           op_name(s->op), dname(s->dt), dname(s->vdt), s->op == SPLAT__KOP_SOFTMAX ? " to " : "",
+           s->op == SPLAT__KOP_SOFTMAX ? dname(s->pdt) : "", s->head_dim, s->max_segs, rows,
+           s->row_warps, tile_words, s->tile ? "" : "; no tile kernel");
+  const int ivals[] = {dcode(s->dt),
+                       dcode(s->vdt),
+                       dcode(s->pdt),
+                       s->head_dim > 0 ? s->head_dim : 1,
+                       s->max_segs,
+                       s->warps > 0 ? s->warps : 1,
+                       s->kt > 0 ? s->kt : 16,
+                       s->tile_k > 0 ? s->tile_k : 16,
+                       s->stages,
+                       s->row_warps};
+  static const char *inames[] = {"SPLAT_DT",       "SPLAT_SDT",      "SPLAT_PDT", "SPLAT_HEAD_DIM",
+                                 "SPLAT_MAX_SEGS", "SPLAT_WARPS",    "SPLAT_KT",  "SPLAT_TILE_K",
+                                 "SPLAT_STAGES",   "SPLAT_ROW_WARPS"};
+  char text[10][16], rows_name[48], tile_name[48];
+  splat__define defs[NDEF];
+  int n = 0;
+  for (int i = 0; i < 10; i++, n++) {
+    snprintf(text[i], sizeof text[i], "%d", ivals[i]);
+    defs[n].name = inames[i];
+    defs[n].value = text[i];
+  }
+  snprintf(rows_name, sizeof rows_name, "SPLAT_%s_ROWS_NAME", N);
+  defs[n].name = rows_name;
+  defs[n++].value = rows;
+  if (s->tile) {
+    snprintf(tile_name, sizeof tile_name, "SPLAT_%s_TILE_NAME", N);
+    defs[n].name = tile_name;
+    defs[n++].value = tile;
+  } else {
+    /* The tile kernel is compiled out by SPLAT_DT == f32; other non-tile specs skip it too. */
+    defs[n].name = "SPLAT_NO_TILE";
+    defs[n++].value = "1";
+  }
+  return splat__codegen(splat__kspec_template(s->op), defs, n, comment, out);
+}

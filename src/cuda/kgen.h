@@ -1,0 +1,74 @@
+/* kgen.h — the specialisations of splat's own kernels (R-SDDMM, softmax, R-SpMM, simple
+ * attention): which kernels a plan needs, their names, their #define prelude, their
+ * launch shapes and shared memory. Pure C with no CUDA dependency, so the compile
+ * checks and the CLI use it on machines without a GPU. */
+#ifndef SPLAT_CUDA_KGEN_H
+#define SPLAT_CUDA_KGEN_H
+
+#include <stddef.h>
+
+#include "splat.h"
+
+typedef enum splat__kop {
+  SPLAT__KOP_SDDMM = 0,
+  SPLAT__KOP_SOFTMAX = 1,
+  SPLAT__KOP_SPMM = 2,
+  SPLAT__KOP_ATTENTION = 3,
+  SPLAT__KOP_COUNT = 4
+} splat__kop;
+
+/* One generated source: the row kernel of an op, plus its tile kernel when `tile`. */
+typedef struct splat__kspec {
+  splat__kop op;
+  splat_dtype dt;  /* Q, K, V, O */
+  splat_dtype vdt; /* ACSR values: scores (sddmm out, softmax in) or probs (spmm in) */
+  splat_dtype pdt; /* softmax only: probs out */
+  int head_dim;
+  int max_segs;  /* K of the plan: interval-table rows */
+  int tile;      /* 1: also the tensor-core tile kernel (sddmm, spmm; f16/bf16) */
+  int warps;     /* tile kernel: warps per CTA = tile_q / 16 */
+  int tile_k;    /* the plan's key tile */
+  int kt;        /* key sub-tile the tile kernel iterates (divides tile_k) */
+  int stages;    /* shared-memory stages of the key/value gather */
+  int row_warps; /* row kernel: warps (rows) per CTA */
+} splat__kspec;
+
+/* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
+ * head_dim % 8 == 0, tile_q a multiple of 16 up to 128 and tile_k a multiple of 16. */
+void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
+                       splat_dtype pdt, int head_dim, int max_segs, int tile_q, int tile_k);
+
+/* Kernel names: "splat_sddmm_rows_bf16_v_bf16_d128_k8", "splat_sddmm_tile_bf16_v_bf16_d128_
+ * q128_k128_kt64_s2_k8". buf: host, cap chars. The tile name is "" when !s->tile. */
+void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
+
+/* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
+int splat__kspec_tile_smem(const splat__kspec *s);
+/* Threads per CTA of the tile and row kernels. */
+static inline int splat__kspec_tile_threads(const splat__kspec *s) {
+  return 32 * s->warps;
+}
+static inline int splat__kspec_row_threads(const splat__kspec *s) {
+  return 32 * s->row_warps;
+}
+
+/* The template file of an op ("sddmm.cuh", ...). */
+const char *splat__kspec_template(splat__kop op);
+
+/* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
+ * and values of dtype dt: splat__kspec_init of each op, then the tile kernel dropped
+ * where its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit;
+ * 0 = no limit). specs: host array of SPLAT__KOP_COUNT. */
+void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
+                       int tile_k, int smem_optin);
+
+/* The program name of a spec's source in compile logs, the cache and dumps: the row
+ * kernel's name + ".cu". buf: host, cap chars. */
+void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap);
+
+/* The full source through splat__codegen: a comment stating the spec in words, the
+ * #define prelude of the spec, then the op's embedded template (which includes
+ * common.cuh and params.cuh). *out: malloc'd, caller frees. Fails as splat__codegen. */
+splat_status splat__kspec_source(const splat__kspec *s, char **out);
+
+#endif

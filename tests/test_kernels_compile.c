@@ -1,0 +1,129 @@
+/* test_kernels_compile.c — CI without a GPU: generates every kernel specialisation the
+ * GPU check (tests/gpu/gpu_check.c) uses and compiles each with NVRTC for sm_90a and
+ * sm_80 (splat__nvrtc_compile, no cache); fails on a compile error or any register
+ * spill (from the runtime's ptxas report), and prints a table (kernel, arch, registers,
+ * spills, stack, shared memory). Skips (and says so) only when NVRTC cannot be loaded. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "cuda/kgen.h"
+#include "cuda/nvrtc.h"
+#include "harness.h"
+
+/* The head_dims of the GPU check: 64 and 128, 40 (tile path, not a multiple of 16) and
+ * 36 (row kernels only). */
+static const int dims[] = {64, 128, 40, 36};
+static const splat_dtype dts[] = {SPLAT_F32, SPLAT_F16, SPLAT_BF16};
+static const char *archs[] = {"sm_90a", "sm_80"};
+
+typedef struct job {
+  splat__kspec spec;
+  const char *arch;
+  char *src;
+  /* results */
+  splat_status st;
+  char *log;
+  size_t cubin_size;
+} job;
+
+static job *jobs;
+static int njobs, next_job;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    const int j = next_job < njobs ? next_job++ : -1;
+    pthread_mutex_unlock(&lock);
+    if (j < 0) return NULL;
+    char program[176];
+    splat__kspec_program(&jobs[j].spec, program, sizeof program);
+    splat__compiled c;
+    memset(&c, 0, sizeof c);
+    jobs[j].st = splat__nvrtc_compile(jobs[j].src, program, jobs[j].arch, &c);
+    if (jobs[j].st != SPLAT_OK) {
+      jobs[j].log = strdup(splat__thread_error()); /* the message carries the log's head */
+    } else {
+      jobs[j].log = c.log;
+      jobs[j].cubin_size = c.cubin_size;
+      c.log = NULL;
+    }
+    splat__compiled_free(&c);
+  }
+}
+
+static void add(const splat__kspec *s) {
+  for (int a = 0; a < 2; a++) {
+    job *jb = &jobs[njobs++];
+    memset(jb, 0, sizeof *jb);
+    jb->spec = *s;
+    jb->arch = archs[a];
+    splat_status st = splat__kspec_source(s, &jb->src);
+    CHECK(st == SPLAT_OK);
+  }
+}
+
+static void report(const job *jb, const char *name, int dyn_smem) {
+  if (!name[0]) return;
+  splat__ptxas_stats in;
+  const int found = splat__ptxas_report(jb->log, name, &in) == SPLAT_OK;
+  const int spills = in.spill_stores + in.spill_loads;
+  printf("%-58s %-7s %4d %6d %6d %7d %s\n", name, jb->arch, in.registers, spills, in.stack,
+         in.smem + dyn_smem,
+         !found   ? "NOT FOUND"
+         : spills ? "SPILLS"
+                  : "ok");
+  CHECKF(found, "%s (%s): no ptxas report for the kernel", name, jb->arch);
+  CHECKF(spills == 0, "%s (%s): %d bytes of register spills", name, jb->arch, spills);
+}
+
+int main(void) {
+  if (splat__nvrtc_version(NULL, NULL) != SPLAT_OK) {
+    printf("NVRTC unavailable, skipping: %s\n", splat__thread_error());
+    printf("0 passed, 0 failed, 1 skipped\n");
+    return 0;
+  }
+  jobs = calloc(2 * (3 * 4 * 3 + 3), sizeof *jobs);
+  for (int t = 0; t < 3; t++) {
+    splat__kspec s;
+    splat__kspec_init(&s, SPLAT__KOP_SOFTMAX, dts[t], dts[t], dts[t], 0, SPLAT_MAX_SEGMENTS, 128,
+                      128);
+    add(&s);
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+      const splat__kop ops[3] = {SPLAT__KOP_SDDMM, SPLAT__KOP_SPMM, SPLAT__KOP_ATTENTION};
+      for (int o = 0; o < 3; o++) {
+        splat__kspec_init(&s, ops[o], dts[t], dts[t], dts[t], dims[d], SPLAT_MAX_SEGMENTS, 128,
+                          128);
+        add(&s);
+      }
+    }
+  }
+
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int nthreads = ncpu > 4 ? 4 : ncpu < 1 ? 1 : (int)ncpu;
+  pthread_t th[4];
+  for (int i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, worker, NULL);
+  for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+
+  printf("%-58s %-7s %4s %6s %6s %7s\n", "kernel", "arch", "regs", "spills", "stack", "smem");
+  for (int j = 0; j < njobs; j++) {
+    job *jb = &jobs[j];
+    char rows[160], tile[160];
+    splat__kspec_names(&jb->spec, rows, tile, sizeof rows);
+    CHECKF(jb->st == SPLAT_OK, "%s (%s) failed to compile:\n%s", rows, jb->arch,
+           jb->log ? jb->log : "(no log)");
+    if (jb->st == SPLAT_OK) {
+      report(jb, tile, splat__kspec_tile_smem(&jb->spec));
+      report(jb, rows, 0);
+    }
+    free(jb->src);
+    free(jb->log);
+  }
+  free(jobs);
+  return harness_finish();
+}
