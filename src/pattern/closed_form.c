@@ -3,18 +3,6 @@
  * O(1) each (bigbird: O(r^2) per query block), plus bigbird's seeded random blocks. */
 #include "pattern/pattern_impl.h"
 
-static inline int64_t imin(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-static inline int64_t imax(int64_t a, int64_t b) {
-  return a > b ? a : b;
-}
-/* Floor division for b > 0. */
-static inline int64_t fdiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
 /* Appends the range [lo, hi] (nothing when empty), merged into a preceding range it
  * touches. Leaves emit in increasing order, so that is the only merge they need. */
 static inline int push_range(splat__segment *out, int n, int cap, int64_t lo, int64_t hi) {

@@ -119,4 +119,20 @@ int splat__bits_compress(const uint64_t *w, int64_t nwords, splat__segment *out,
 int64_t splat__bits_expand(const uint64_t *w, int64_t nwords, int32_t *out);
 int64_t splat__bits_count(const uint64_t *w, int64_t nwords);
 
+/* Integer helpers of the row generators and the segment algebra. */
+static inline int64_t imin(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+static inline int64_t imax(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+/* Floor and ceiling of a / b for b > 0. */
+static inline int64_t fdiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+static inline int64_t cdiv(int64_t a, int64_t b) {
+  return -fdiv(-a, b);
+}
+
 #endif

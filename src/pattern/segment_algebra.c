@@ -4,22 +4,6 @@
  * reports failure so the caller evaluates the row as bits instead. */
 #include "pattern/pattern_impl.h"
 
-static inline int64_t imin(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-static inline int64_t imax(int64_t a, int64_t b) {
-  return a > b ? a : b;
-}
-
-/* Floor and ceiling of a / b for b > 0. */
-static inline int64_t fdiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-static inline int64_t cdiv(int64_t a, int64_t b) {
-  return -fdiv(-a, b);
-}
-
 static inline int is_range(splat__segment s) {
   return s.stride == 1;
 }
