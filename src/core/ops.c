@@ -6,6 +6,7 @@
 #include "core/validate.h"
 #include "cpu/cpu.h"
 #include "cuda/backend.h"
+#include "cuda/driver.h"
 
 /* Shapes a plan expects. */
 typedef struct op_shapes {
@@ -42,6 +43,20 @@ static splat_status resolve_scale(const char *fn, const splat_plan *p, float sca
 /* Dispatch by the plan's backend: CUDA plans run on the caller's stream. */
 #define ON_CUDA(plan) ((plan)->ctx->backend == SPLAT_BACKEND_CUDA)
 
+/* On CUDA plans, every tensor must be memory the context's device can use. */
+static splat_status check_memory(const char *fn, const splat_plan *plan, int n,
+                                 const char *const *names, const splat_tensor *const *tensors) {
+  if (!ON_CUDA(plan)) return SPLAT_OK;
+  for (int i = 0; i < n; i++) {
+    if (!tensors[i]) continue;
+    const splat_tensor *t = tensors[i];
+    if (t->shape[0] * t->shape[1] * t->shape[2] * t->shape[3] == 0) continue;
+    splat_status st = splat__cuda_check_pointer(fn, names[i], t->data, plan->ctx->device);
+    if (st != SPLAT_OK) return st;
+  }
+  return SPLAT_OK;
+}
+
 static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                           float scale, const splat_tensor *scores, splat_stream stream) {
   static const char *fn = "splat_sddmm";
@@ -54,6 +69,8 @@ static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_t
   TRY(splat__check_disjoint(fn, "scores", scores, "q", q));
   TRY(splat__check_disjoint(fn, "scores", scores, "k", k));
   TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  TRY(check_memory(fn, plan, 3, (const char *const[]){"q", "k", "scores"},
+                   (const splat_tensor *const[]){q, k, scores}));
   if (ON_CUDA(plan)) return splat__cuda_sddmm(plan, q, k, sc, scores, stream);
   return splat__cpu_sddmm(plan, q, k, sc, scores);
 }
@@ -75,6 +92,8 @@ static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float 
     TRY(splat__check_disjoint(fn, "lse", lse, "probs", probs));
   }
   TRY(resolve_scale(fn, plan, scale, 0, &sc));
+  TRY(check_memory(fn, plan, 3, (const char *const[]){"scores", "probs", "lse"},
+                   (const splat_tensor *const[]){scores, probs, lse}));
   if (ON_CUDA(plan)) return splat__cuda_softmax(plan, scores, sc, probs, lse, stream);
   return splat__cpu_softmax(plan, scores, sc, probs, lse);
 }
@@ -89,6 +108,8 @@ static splat_status spmm(splat_plan *plan, const splat_tensor *probs, const spla
   TRY(splat__check_tensor(fn, "out", out, s.q, dt, 1));
   TRY(splat__check_disjoint(fn, "out", out, "probs", probs));
   TRY(splat__check_disjoint(fn, "out", out, "v", v));
+  TRY(check_memory(fn, plan, 3, (const char *const[]){"probs", "v", "out"},
+                   (const splat_tensor *const[]){probs, v, out}));
   if (ON_CUDA(plan)) return splat__cuda_spmm(plan, probs, v, out, stream);
   return splat__cpu_spmm(plan, probs, v, out);
 }
@@ -115,6 +136,8 @@ static splat_status attention(splat_plan *plan, const splat_tensor *q, const spl
     TRY(splat__check_disjoint(fn, "lse", lse, "out", out));
   }
   TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  TRY(check_memory(fn, plan, 5, (const char *const[]){"q", "k", "v", "out", "lse"},
+                   (const splat_tensor *const[]){q, k, v, out, lse}));
   if (ON_CUDA(plan)) return splat__cuda_attention(plan, q, k, v, sc, out, lse, stream);
   return splat__cpu_attention(plan, q, k, v, sc, out, lse);
 }

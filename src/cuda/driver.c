@@ -152,6 +152,7 @@ static const struct {
     ENTRY(cuEventDestroy),
     ENTRY(cuGetErrorName),
     ENTRY(cuGetErrorString),
+    ENTRY(cuPointerGetAttribute),
 #undef ENTRY
 };
 
@@ -350,4 +351,34 @@ splat_status splat__cuda_pop(void) {
   if (st != SPLAT_OK) return st;
   CUcontext ctx = NULL;
   return splat__cuda_check(cu->cuCtxPopCurrent(&ctx), "cuCtxPopCurrent");
+}
+
+/* Attributes of cuPointerGetAttribute (cuda.h's CUpointer_attribute). */
+enum { POINTER_MEMORY_TYPE = 2, POINTER_IS_MANAGED = 8, POINTER_DEVICE_ORDINAL = 9 };
+
+splat_status splat__cuda_check_pointer(const char *fn, const char *name, const void *ptr,
+                                       int ordinal) {
+  const splat__cuda_api_table *api = NULL;
+  splat_status st = splat__cuda_api(&api);
+  if (st != SPLAT_OK) return st;
+  unsigned int memory_type = 0;
+  CUresult rc =
+      api->cuPointerGetAttribute(&memory_type, POINTER_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)ptr);
+  if (rc != 0) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: %s.data=%p is not memory CUDA knows (plain host memory?); a CUDA "
+                       "context needs device, managed or CUDA-registered host memory",
+                       fn, name, ptr);
+  }
+  int managed = 0, device = -1;
+  api->cuPointerGetAttribute(&managed, POINTER_IS_MANAGED, (CUdeviceptr)(uintptr_t)ptr);
+  if (managed) return SPLAT_OK;
+  if (api->cuPointerGetAttribute(&device, POINTER_DEVICE_ORDINAL, (CUdeviceptr)(uintptr_t)ptr) ==
+          0 &&
+      device != ordinal) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: %s.data=%p lives on CUDA device %d but the context uses device %d", fn,
+                       name, ptr, device, ordinal);
+  }
+  return SPLAT_OK;
 }

@@ -52,6 +52,7 @@ typedef struct splat__cuda_api_table {
   CUresult (*cuEventDestroy)(CUevent event);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
+  CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
 } splat__cuda_api_table;
 
 /* The process-wide table, loaded (dlopen, cuGetProcAddress, cuInit) on first use.
@@ -64,6 +65,13 @@ splat_status splat__cuda_api(const splat__cuda_api_table **out);
  * (description)" and returns SPLAT_ERR_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY,
  * SPLAT_ERR_CUDA for everything else. what: host string naming the call. */
 splat_status splat__cuda_check(CUresult rc, const char *what);
+
+/* SPLAT_OK when ptr is memory that device `ordinal` can use (device memory of that
+ * device, managed memory, or host memory registered with CUDA); otherwise
+ * SPLAT_ERR_INVALID_ARGUMENT with "<fn>: <name>.data=<ptr> is ...". fn, name: host
+ * strings for the message. */
+splat_status splat__cuda_check_pointer(const char *fn, const char *name, const void *ptr,
+                                       int ordinal);
 
 /* An opened device: its primary context is retained until splat__cuda_device_close. */
 typedef struct splat__cuda_device {

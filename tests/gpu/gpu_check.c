@@ -627,6 +627,31 @@ static void warm_one(void *ctx, int64_t begin, int64_t end, int tid) {
   }
 }
 
+/* Host memory handed to a CUDA plan is refused with a sentence, before any launch. */
+static void check_host_pointers(splat_context *ctx) {
+  splat_pattern *p = NULL;
+  splat_plan *plan = NULL;
+  splat_plan_desc desc = {1, 1, 0, 64, SPLAT_BF16, 0, 0, 0};
+  static uint16_t host[64 * 64];
+  int ok = splat_pattern_parse("window(3)", 64, 0, &p) == SPLAT_OK &&
+           splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK;
+  if (ok) {
+    splat_tensor t = splat_tensor_contiguous(host, SPLAT_BF16, 1, 1, 64, 64);
+    static uint16_t out[64 * 64];
+    splat_tensor o = splat_tensor_contiguous(out, SPLAT_BF16, 1, 1, 64, 64);
+    splat_status st = splat_attention(plan, &t, &t, &t, SPLAT_DEFAULT_SCALE, &o, NULL, NULL);
+    ok = st == SPLAT_ERR_INVALID_ARGUMENT && strstr(splat_last_error(ctx), "q.data=") != NULL;
+    printf("%-30s host pointers to a CUDA plan -> %s: %s\n", "misuse", splat_status_name(st),
+           ok ? "PASS" : "FAIL");
+  }
+  if (ok)
+    passed++;
+  else
+    failed++;
+  splat_plan_destroy(plan);
+  splat_pattern_destroy(p);
+}
+
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -742,6 +767,7 @@ int main(int argc, char **argv) {
       free(m.cols);
     }
   }
+  check_host_pointers(ctx);
   splat_context_destroy(ctx);
   if (nplans_cached) {
     qsort(plan_ms_cached, (size_t)nplans_cached, sizeof plan_ms_cached[0], cmp_double);
