@@ -25,6 +25,7 @@
  * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, and the two kernel names. */
 
 #include "common.cuh"
+#include "pipeline.cuh"
 
 #define SPLAT_RW SPLAT_ROW_WARPS
 
@@ -161,26 +162,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* One pipeline over the key sub-tiles of all runs: the sub-tile STAGES - 1 ahead is
      * in flight while one is computed; a run's interval tables (buffer run % STAGES) are
      * built when its first sub-tile is issued. */
-    int li = 0, ls = 0, issued = 0;
+    splat_pipe pipe = {0, 0, 0};
     auto issue = [&]() {
-      if (li < tile.nruns) {
-        const splat_dev_run run = P.pat.runs[tile.run_begin + li];
-        if (ls == 0 && threadIdx.x < SPLAT_TQ) {
-          const int r = threadIdx.x, tb = li % SPLAT_STAGES;
-          sNiv[tb * SPLAT_TQ + r] =
-              r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width,
-                                              sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS)
-                        : 0;
-        }
-        splat_sddmm_load_k(P, run, (int64_t)run.base + (int64_t)ls * SPLAT_KT, ko,
-                           sK + (issued % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS);
-        if (++ls == run.ntiles * nsub_tile) {
-          li++;
-          ls = 0;
-        }
-      }
-      splat_cp_async_commit();
-      issued++;
+      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
+          [&](const splat_dev_run &run, int64_t g0, int s) { splat_sddmm_load_k(P, run, g0, ko, sK + s * SPLAT_KT * SPLAT_LDS); });
     };
 #pragma unroll
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
@@ -192,7 +178,19 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       __syncthreads(); /* sub-tile `it` and its run's tables are in */
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
       const int32_t g0 = run.base + cs * SPLAT_KT;
-      if (warp_active) {
+      /* Skip the sub-tile when no row of this warp has an interval meeting it (a window's
+       * warp spans fewer keys than its tile's runs): no mma, no staging, no stores. */
+      bool touched = false;
+      if (warp_active && lane < 16) {
+        const int r = 16 * warp + lane, tb = ci % SPLAT_STAGES;
+        const int niv = sNiv[tb * SPLAT_TQ + r];
+        const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+        for (int q = 0; q < niv; q++) {
+          const int4 v = *(const int4 *)(iv + q);
+          touched = touched || (v.x < g0 + SPLAT_KT && v.y >= g0);
+        }
+      }
+      if (warp_active && __any_sync(0xffffffffu, touched)) {
         const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
         float acc[SPLAT_KT / 8][4];
 #pragma unroll
@@ -283,10 +281,21 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                     v.z = splat_sddmm_staged(wo, s0 + 2);
                     v.w = splat_sddmm_staged(wo, s0 + 3);
 #else
-                    v.x = splat_sddmm_staged(wo, s0) | (splat_sddmm_staged(wo, s0 + 1) << 16);
-                    v.y = splat_sddmm_staged(wo, s0 + 2) | (splat_sddmm_staged(wo, s0 + 3) << 16);
-                    v.z = splat_sddmm_staged(wo, s0 + 4) | (splat_sddmm_staged(wo, s0 + 5) << 16);
-                    v.w = splat_sddmm_staged(wo, s0 + 6) | (splat_sddmm_staged(wo, s0 + 7) << 16);
+                    /* 4-byte shared loads: 4 words when s0 is even, else 5 words from
+                     * s0 - 1, each output word the middle halves of two (PRMT). */
+                    const uint32_t *w32 = (const uint32_t *)wo + (s0 >> 1);
+                    if ((s0 & 1) == 0) {
+                      v.x = w32[0];
+                      v.y = w32[1];
+                      v.z = w32[2];
+                      v.w = w32[3];
+                    } else {
+                      const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3], u4 = w32[4];
+                      v.x = __byte_perm(u0, u1, 0x5432);
+                      v.y = __byte_perm(u1, u2, 0x5432);
+                      v.z = __byte_perm(u2, u3, 0x5432);
+                      v.w = __byte_perm(u3, u4, 0x5432);
+                    }
 #endif
                     *(uint4 *)((unsigned char *)P.scores.data + e0 * SPLAT_OSZ) = v;
                   } else {

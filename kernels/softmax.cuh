@@ -7,10 +7,109 @@
  * exp2(t - max) / sum. In place (probs == scores) is fine: each entry is read and then
  * written by the same thread. lse (optional) = natural log-sum-exp; an empty row gets
  * lse = -inf and nothing else. Rows: permuted positions [row_begin, row_begin + row_count).
+ * Contiguous values (s3 == 1, 16-byte aligned base, scores and probs of one layout): the
+ * row's entries are walked by aligned 16-byte chunks (lane c takes chunks c, c+32, ...;
+ * the row's first and last chunks may be partial and are masked), one 16-byte load per
+ * chunk in each pass and a 16-byte store for each whole chunk of probs of the same dtype
+ * (element stores in partial chunks, so a neighbouring row's entries are never written).
  *
  * Prelude: SPLAT_SDT (scores), SPLAT_PDT (probs), SPLAT_ROW_WARPS, the kernel name. */
 
 #include "common.cuh"
+
+/* Online (max, sum) of exp2 over one lane's entries: adds t (base-2 scaled score). */
+SPLAT_DEV void splat_online_add(float t, float &m, float &l) {
+  if (t > m) {
+    l = l * exp2f(m - t) + 1.f;
+    m = t;
+  } else {
+    l += exp2f(t - m);
+  }
+}
+/* Combines the lanes' (m, l) into the row's max M and sum L (lanes with no entry: m =
+ * -inf, l = 0). */
+SPLAT_DEV void splat_online_reduce(float m, float l, float &M, float &L) {
+  M = splat_warp_max(m);
+  l = m == SPLAT_NEG_INF ? 0.f : l * exp2f(m - M);
+  L = splat_warp_sum(l);
+}
+
+#define SPLAT_SM_SE (SPLAT_SDT == SPLAT_F32 ? 4 : 8) /* scores per 16-byte chunk */
+#define SPLAT_SM_PE (SPLAT_PDT == SPLAT_F32 ? 4 : 8) /* probs per 16-byte chunk */
+
+/* Chunk c (aligned 16-byte) of scores as floats, entries outside [so, so + nnz) as 0:
+ * one 16-byte load when the chunk is whole, element loads otherwise (never past the
+ * row, so never past the buffer). */
+SPLAT_DEV void splat_softmax_chunk(const splat_softmax_params &P, int64_t c, int64_t so,
+                                   int64_t nnz, float f[SPLAT_SM_SE]) {
+  const int64_t x0 = c * SPLAT_SM_SE;
+  if (x0 >= so && x0 + SPLAT_SM_SE <= so + nnz) {
+    const uint4 v = ((const uint4 *)P.scores.data)[c];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) {
+#if SPLAT_SDT == SPLAT_F32
+      f[e] = __uint_as_float(w[e]);
+#else
+      const uint16_t hv = (uint16_t)(w[e >> 1] >> (16 * (e & 1)));
+      f[e] = SPLAT_SDT == SPLAT_F16 ? splat_f16_to_f32(hv) : splat_bf16_to_f32(hv);
+#endif
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) {
+      const int64_t x = x0 + e;
+      f[e] = x >= so && x < so + nnz ? splat_ld<SPLAT_SDT>(P.scores.data, x) : 0.f;
+    }
+  }
+}
+
+/* One row of the vector path: entries [so, so + nnz) of scores, rewritten in place in
+ * probs (same offsets). lse_off < 0: no lse. */
+SPLAT_DEV void splat_softmax_row_vec(const splat_softmax_params &P, int64_t so, int64_t nnz,
+                                     int lane, int64_t lse_off) {
+  const int64_t c0 = so / SPLAT_SM_SE, c1 = (so + nnz - 1) / SPLAT_SM_SE;
+  float m = SPLAT_NEG_INF, l = 0.f;
+  for (int64_t c = c0 + lane; c <= c1; c += 32) {
+    float f[SPLAT_SM_SE];
+    splat_softmax_chunk(P, c, so, nnz, f);
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) {
+      const int64_t x = c * SPLAT_SM_SE + e;
+      if (x < so || x >= so + nnz) continue;
+      const float t = f[e] * P.scale_log2;
+      splat_online_add(t, m, l);
+    }
+  }
+  float M, L;
+  splat_online_reduce(m, l, M, L);
+  const float inv = 1.f / L;
+  for (int64_t c = c0 + lane; c <= c1; c += 32) {
+    float pr[SPLAT_SM_SE];
+    splat_softmax_chunk(P, c, so, nnz, pr);
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) pr[e] = exp2f(pr[e] * P.scale_log2 - M) * inv;
+    const int64_t x0 = c * SPLAT_SM_SE;
+    if (SPLAT_SM_SE == SPLAT_SM_PE && x0 >= so && x0 + SPLAT_SM_SE <= so + nnz) {
+      uint4 o;
+#if SPLAT_PDT == SPLAT_F32
+      o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]), __float_as_uint(pr[2]),
+                     __float_as_uint(pr[3]));
+#else
+      o = make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
+                     splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
+#endif
+      *(uint4 *)((unsigned char *)P.probs.data + x0 * (SPLAT_PDT == SPLAT_F32 ? 4 : 2)) = o;
+    } else {
+#pragma unroll
+      for (int e = 0; e < SPLAT_SM_SE; e++) {
+        const int64_t x = x0 + e;
+        if (x >= so && x < so + nnz) splat_st<SPLAT_PDT>(P.probs.data, x, pr[e]);
+      }
+    }
+  }
+  if (lse_off >= 0 && lane == 0) ((float *)P.lse.data)[lse_off] = (M + log2f(L)) * SPLAT_LN2;
+}
 
 extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
     SPLAT_SOFTMAX_ROWS_NAME(const splat_softmax_params P) {
@@ -20,6 +119,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
   const int64_t i = P.pat.perm[P.shape.row_begin + pos];
   const splat_row row = splat_row_of(P.pat, i);
   const int64_t BH = P.shape.batch * P.shape.heads;
+  /* Vector path: same layout for scores and probs (entry offsets equal), contiguous,
+   * 16-byte aligned bases. */
+  const bool vec = P.scores.s3 == 1 && P.probs.s3 == 1 && P.scores.s0 == P.probs.s0 &&
+                   P.scores.s1 == P.probs.s1 && P.scores.s2 == P.probs.s2 &&
+                   (((unsigned long long)P.scores.data) & 15) == 0 &&
+                   (((unsigned long long)P.probs.data) & 15) == 0;
   for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     if (row.nnz == 0) {
@@ -27,19 +132,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
       continue;
     }
     const int64_t so = splat_off(P.scores, b, h, i), po = splat_off(P.probs, b, h, i);
+    if (vec && so == po) {
+      splat_softmax_row_vec(P, so, row.nnz, lane, P.lse.data ? splat_off(P.lse, b, h, i) : -1);
+      continue;
+    }
     float m = SPLAT_NEG_INF, l = 0.f;
     for (int64_t n = lane; n < row.nnz; n += 32) {
       const float t = splat_ld<SPLAT_SDT>(P.scores.data, so + n * P.scores.s3) * P.scale_log2;
-      if (t > m) {
-        l = l * exp2f(m - t) + 1.f;
-        m = t;
-      } else {
-        l += exp2f(t - m);
-      }
+      splat_online_add(t, m, l);
     }
-    const float M = splat_warp_max(m);
-    l = m == SPLAT_NEG_INF ? 0.f : l * exp2f(m - M);
-    const float L = splat_warp_sum(l);
+    float M, L;
+    splat_online_reduce(m, l, M, L);
     const float inv = 1.f / L;
     for (int64_t n = lane; n < row.nnz; n += 32) {
       const float t = splat_ld<SPLAT_SDT>(P.scores.data, so + n * P.scores.s3) * P.scale_log2;

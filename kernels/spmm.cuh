@@ -19,6 +19,7 @@
  * SPLAT_WARPS, SPLAT_KT, SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, kernel names. */
 
 #include "common.cuh"
+#include "pipeline.cuh"
 
 #define SPLAT_DC ((SPLAT_HEAD_DIM + 31) / 32) /* head_dim columns per lane, row kernel */
 
@@ -131,26 +132,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with the tables */
     /* One pipeline over the key sub-tiles of all runs (see sddmm.cuh). */
-    int li = 0, ls = 0, issued = 0;
+    splat_pipe pipe = {0, 0, 0};
     auto issue = [&]() {
-      if (li < tile.nruns) {
-        const splat_dev_run run = P.pat.runs[tile.run_begin + li];
-        if (ls == 0 && threadIdx.x < SPLAT_TQ) {
-          const int r = threadIdx.x, tb = li % SPLAT_STAGES;
-          sNiv[tb * SPLAT_TQ + r] =
-              r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width,
-                                              sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS)
-                        : 0;
-        }
-        splat_spmm_load_v(P, run, (int64_t)run.base + (int64_t)ls * SPLAT_KT, vo,
-                          sV + (issued % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDV);
-        if (++ls == run.ntiles * nsub_tile) {
-          li++;
-          ls = 0;
-        }
-      }
-      splat_cp_async_commit();
-      issued++;
+      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
+          [&](const splat_dev_run &run, int64_t g0, int s) { splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV); });
     };
 #pragma unroll
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();

@@ -13,6 +13,7 @@
 #include "core/timer.h"
 #include "cuda/backend.h"
 #include "cuda/driver.h"
+#include "cuda/kcompile.h"
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
 
@@ -173,26 +174,15 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
   return st;
 }
 
-/* Gets (memory cache, disk cache or NVRTC) and loads the module of one op; logs where it
- * came from and how long it took. *compiled: 1 when NVRTC compiled it now. */
-static splat_status build_kernel(splat__cuda_plan *p, int op, int *compiled) {
+/* Loads the module of one op from its CUBIN and finds its kernels; logs where the CUBIN
+ * came from and how long getting and loading took. */
+static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompiled *k) {
   const splat__kspec *s = &p->spec[op];
-  const splat__cuda_device *dev = &p->cu->dev;
-  char rows[160], tile[160], program[176];
+  char rows[160], tile[160];
   splat__kspec_names(s, rows, tile, sizeof rows);
-  splat__kspec_program(s, program, sizeof program);
   const double t0 = splat__now_ms();
-  char *src = NULL;
-  splat__compiled bin;
-  memset(&bin, 0, sizeof bin);
-  splat__cache_hit hit = SPLAT__CACHE_COMPILED;
-  splat_status st = splat__kspec_source(s, &src);
-  if (st == SPLAT_OK) st = splat__kernel_cache_get(src, program, dev->arch, &bin, &hit);
-  free(src);
-  const double t1 = splat__now_ms();
-  if (st == SPLAT_OK) {
-    st = splat__cuda_check(drv->cuModuleLoadData(&p->mod[op], bin.cubin), "cuModuleLoadData");
-  }
+  splat_status st =
+      splat__cuda_check(drv->cuModuleLoadData(&p->mod[op], k->bin.cubin), "cuModuleLoadData");
   if (st == SPLAT_OK) {
     st = splat__cuda_check(drv->cuModuleGetFunction(&p->rows[op], p->mod[op], rows),
                            "cuModuleGetFunction (row kernel)");
@@ -208,28 +198,30 @@ static splat_status build_kernel(splat__cuda_plan *p, int op, int *compiled) {
           "cuFuncSetAttribute (dynamic shared memory of the tile kernel)");
     }
   }
-  splat__compiled_free(&bin);
   if (st != SPLAT_OK) return st;
-  *compiled = hit == SPLAT__CACHE_COMPILED;
   splat__log(SPLAT__LOG_INFO, "plan kernel %s for %s: %s, got in %.2f ms, loaded in %.2f ms",
-             program, dev->arch, splat__cache_hit_name(hit), t1 - t0, splat__now_ms() - t1);
+             k->program, p->cu->dev.arch, splat__cache_hit_name(k->hit), k->ms,
+             splat__now_ms() - t0);
   return SPLAT_OK;
 }
 
-/* Specialises, gets and loads the kernels of every op; fills the report's kernels_ms and
- * kernels_compiled. */
+/* Specialises and gets every op's module concurrently (splat__kspec_compile_all), then
+ * loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, d->max_segments, d->tile_q, d->tile_k,
                     p->cu->dev.max_smem_per_block_optin);
   const double t0 = splat__now_ms();
+  splat__kcompiled k[SPLAT__KOP_COUNT];
+  splat_status st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);
+  if (st != SPLAT_OK) return st;
   int ncompiled = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
-    int compiled = 0;
-    splat_status st = build_kernel(p, op, &compiled);
-    if (st != SPLAT_OK) return st;
-    ncompiled += compiled;
+    if (st == SPLAT_OK) st = load_kernel(p, op, &k[op]);
+    ncompiled += k[op].hit == SPLAT__CACHE_COMPILED;
+    splat__compiled_free(&k[op].bin);
   }
+  if (st != SPLAT_OK) return st;
   plan->report.kernels_ms = splat__now_ms() - t0;
   plan->report.kernels_compiled = ncompiled;
   splat__log(SPLAT__LOG_INFO, "plan kernels: %d module(s), %d compiled, in %.2f ms",
@@ -344,6 +336,29 @@ static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t b
                 0, stream, params);
 }
 
+/* Launches op on the caller's stream with its context current: the tile kernel over the
+ * query tiles, then the row kernel over the irregular remainder, when the op has a tile
+ * kernel and `tile_ok` (the operands' layout suits it); else the row kernel over every
+ * row. `shape` points at the shape inside `params`. */
+static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok,
+                              splat_dev_shape *shape, void *params, splat_stream stream) {
+  const splat__cuda_plan *p = plan->cuda;
+  splat_status st = push(p->cu);
+  if (st != SPLAT_OK) return st;
+  if (p->tile[op] && tile_ok) {
+    *shape = dev_shape(plan, 0, 0);
+    st = launch_tile(plan, op, stream, params);
+    if (st == SPLAT_OK) {
+      st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, shape, params,
+                       stream);
+    }
+  } else {
+    st = launch_rows(plan, op, 0, plan->seq_q, shape, params, stream);
+  }
+  pop();
+  return st;
+}
+
 static splat_status check_values_dtype(const char *fn, const char *name, const splat_tensor *t,
                                        splat_dtype want) {
   if (t->dtype != want) {
@@ -367,20 +382,8 @@ splat_status splat__cuda_sddmm(const splat_plan *plan, const splat_tensor *q, co
   prm.k = dev_tensor(k);
   prm.scores = dev_tensor(scores);
   prm.scale = (float)scale;
-  if ((st = push(p->cu)) != SPLAT_OK) return st;
-  const splat__kop op = SPLAT__KOP_SDDMM;
-  if (p->tile[op] && tile_layout_ok(q) && tile_layout_ok(k)) {
-    prm.shape = dev_shape(plan, 0, 0);
-    st = launch_tile(plan, op, stream, &prm);
-    if (st == SPLAT_OK) {
-      st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, &prm.shape, &prm,
-                       stream);
-    }
-  } else {
-    st = launch_rows(plan, op, 0, plan->seq_q, &prm.shape, &prm, stream);
-  }
-  pop();
-  return st;
+  return launch_op(plan, SPLAT__KOP_SDDMM, tile_layout_ok(q) && tile_layout_ok(k), &prm.shape, &prm,
+                   stream);
 }
 
 splat_status splat__cuda_softmax(const splat_plan *plan, const splat_tensor *scores, double scale,
@@ -398,10 +401,7 @@ splat_status splat__cuda_softmax(const splat_plan *plan, const splat_tensor *sco
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
-  if ((st = push(p->cu)) != SPLAT_OK) return st;
-  st = launch_rows(plan, SPLAT__KOP_SOFTMAX, 0, plan->seq_q, &prm.shape, &prm, stream);
-  pop();
-  return st;
+  return launch_op(plan, SPLAT__KOP_SOFTMAX, 0, &prm.shape, &prm, stream);
 }
 
 splat_status splat__cuda_spmm(const splat_plan *plan, const splat_tensor *probs,
@@ -415,20 +415,7 @@ splat_status splat__cuda_spmm(const splat_plan *plan, const splat_tensor *probs,
   prm.probs = dev_tensor(probs);
   prm.v = dev_tensor(v);
   prm.out = dev_tensor(out);
-  if ((st = push(p->cu)) != SPLAT_OK) return st;
-  const splat__kop op = SPLAT__KOP_SPMM;
-  if (p->tile[op] && tile_layout_ok(v)) {
-    prm.shape = dev_shape(plan, 0, 0);
-    st = launch_tile(plan, op, stream, &prm);
-    if (st == SPLAT_OK) {
-      st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, &prm.shape, &prm,
-                       stream);
-    }
-  } else {
-    st = launch_rows(plan, op, 0, plan->seq_q, &prm.shape, &prm, stream);
-  }
-  pop();
-  return st;
+  return launch_op(plan, SPLAT__KOP_SPMM, tile_layout_ok(v), &prm.shape, &prm, stream);
 }
 
 splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q,
@@ -446,9 +433,5 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
-  splat_status st = push(p->cu);
-  if (st != SPLAT_OK) return st;
-  st = launch_rows(plan, SPLAT__KOP_ATTENTION, 0, plan->seq_q, &prm.shape, &prm, stream);
-  pop();
-  return st;
+  return launch_op(plan, SPLAT__KOP_ATTENTION, 0, &prm.shape, &prm, stream);
 }

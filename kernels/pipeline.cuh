@@ -1,0 +1,46 @@
+/* pipeline.cuh — the producer side of the key sub-tile pipeline shared by the tile
+ * kernels of R-SDDMM (K) and R-SpMM (V): one cp.async pipeline over the key sub-tiles
+ * of all key runs of a query tile, so no drain at run boundaries. Each call issues the
+ * next sub-tile (the caller's `load` gathers it into ring stage `issued % STAGES`) and
+ * commits a cp.async group (an empty one past the last run, so wait_group counts stay
+ * uniform); when it is a run's first sub-tile, the rows' interval tables for the run's
+ * group are built into table buffer `run % STAGES` by the first TQ threads.
+ *
+ * Needs SPLAT_MAX_SEGS from the prelude. */
+
+#include "common.cuh"
+
+#ifndef SPLAT_KERNELS_PIPELINE_CUH
+#define SPLAT_KERNELS_PIPELINE_CUH
+
+/* Producer position: run li, sub-tile ls of it; issued = sub-tiles (groups) issued. */
+typedef struct splat_pipe {
+  int li, ls, issued;
+} splat_pipe;
+
+/* Issues the next sub-tile of `tile` (rows sRow[0..nrows), nsub sub-tiles of KT keys
+ * per key tile of a run). load(run, g0, stage): gathers gathered indices
+ * [g0, g0 + KT) of run into ring stage `stage`. sIv, sNiv: STAGES x TQ tables. */
+template <int TQ, int STAGES, int KT, class Load>
+SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
+                                const splat_dev_tile &tile, int nrows, int nsub, const int *sRow,
+                                splat_ival *sIv, int *sNiv, const Load &load) {
+  if (q.li < tile.nruns) {
+    const splat_dev_run run = pat.runs[tile.run_begin + q.li];
+    if (q.ls == 0 && threadIdx.x < TQ) {
+      const int r = threadIdx.x, tb = q.li % STAGES;
+      sNiv[tb * TQ + r] = r < nrows ? splat_row_intervals(pat, sRow[r], run.phase, run.stride,
+                                                          run.width, sIv + (tb * TQ + r) * SPLAT_MAX_SEGS)
+                                    : 0;
+    }
+    load(run, (int64_t)run.base + (int64_t)q.ls * KT, q.issued % STAGES);
+    if (++q.ls == run.ntiles * nsub) {
+      q.li++;
+      q.ls = 0;
+    }
+  }
+  splat_cp_async_commit();
+  q.issued++;
+}
+
+#endif
