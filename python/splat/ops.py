@@ -1,0 +1,280 @@
+"""splat.ops — plans, the plan cache, and the numpy front end.
+
+``attention``, ``sddmm``, ``softmax`` and ``spmm`` take numpy arrays of shape
+[batch, heads, seq, head_dim] (float32, float16, or ml_dtypes.bfloat16), with any
+strides, and run on the CPU backend. Plans are built once per (pattern, shapes, dtype,
+device) and kept in a bounded LRU cache shared with the torch front end
+(``$SPLAT_PLAN_CACHE_SIZE`` entries, default 64).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _lib
+from .errors import invalid
+from .pattern import Pattern, pattern_for_token
+
+# ------------------------------------------------------------------ plans
+
+# head_dim given to plans that only serve softmax (which never reads Q, K or V).
+_VALUES_ONLY_HEAD_DIM = 64
+
+
+class Plan:
+    """A C ``splat_plan``: the analysis of one pattern for one set of shapes, dtype
+    and device. Runs are serialised by ``lock`` (a plan runs on one thread at a time)."""
+
+    def __init__(
+        self,
+        pattern: Pattern,
+        batch: int,
+        heads: int,
+        heads_kv: int,
+        head_dim: int,
+        dtype: int,
+        device: str = "cpu",
+    ) -> None:
+        self.handle: Optional[int] = None
+        ctx = _lib.context(device)
+        desc = _lib.SplatPlanDesc(batch, heads, heads_kv, head_dim, dtype, 0, 0, 0)
+        out = ctypes.c_void_p()
+        _lib.check(_lib.lib().splat_plan_create(ctx, pattern.handle, ctypes.byref(desc), ctypes.byref(out)))
+        self.handle = out.value
+        self.device = device
+        self.width = int(_lib.lib().splat_plan_row_width(self.handle))
+        self.lock = threading.Lock()
+
+    def report(self) -> Dict[str, Any]:
+        rep = _lib.SplatReport()
+        _lib.check(_lib.lib().splat_plan_report(self.handle, ctypes.byref(rep)))
+        return rep.to_dict()
+
+    def call(self, fn_name: str, *args: Any) -> None:
+        """Runs ``splat_<fn_name>(plan, *args)`` and raises on failure."""
+        fn = getattr(_lib.lib(), "splat_" + fn_name)
+        with self.lock:
+            _lib.check(fn(self.handle, *args))
+
+    def __del__(self) -> None:
+        handle, self.handle = self.handle, None
+        if handle and _lib is not None and _lib._lib is not None:
+            _lib._lib.splat_plan_destroy(handle)
+
+
+PlanKey = Tuple[Any, ...]
+
+
+class PlanCache:
+    """A bounded LRU of plans keyed by (pattern key, batch, heads, heads_kv,
+    head_dim, dtype, device)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._plans: "OrderedDict[PlanKey, Plan]" = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(
+        self, pattern: Pattern, batch: int, heads: int, heads_kv: int, head_dim: int, dtype: int, device: str
+    ) -> Plan:
+        key = (pattern.key, batch, heads, heads_kv, head_dim, dtype, device)
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                self.hits += 1
+                return plan
+            self.misses += 1
+            plan = Plan(pattern, batch, heads, heads_kv, head_dim, dtype, device)
+            self._plans[key] = plan
+            while len(self._plans) > self.capacity:
+                self._plans.popitem(last=False)
+            return plan
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()
+
+    def info(self) -> Dict[str, int]:
+        with self._lock:
+            return {"size": len(self._plans), "capacity": self.capacity, "hits": self.hits, "misses": self.misses}
+
+
+plan_cache = PlanCache(int(os.environ.get("SPLAT_PLAN_CACHE_SIZE", "64")))
+
+
+def as_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: int) -> Pattern:
+    """A Pattern object; a spec string is parsed for (seq_q, seq_k) (and cached)."""
+    if isinstance(pattern, Pattern):
+        return pattern
+    if isinstance(pattern, str) and not pattern.startswith("#"):
+        return pattern_for_token(pattern, seq_q, seq_k)
+    raise invalid(f"pattern={pattern!r} must be a splat.Pattern or a spec string")
+
+
+def resolve_scale(scale: Optional[float]) -> float:
+    """The float passed to C: SPLAT_DEFAULT_SCALE (0) for None (1/sqrt(head_dim))."""
+    if scale is None:
+        return _lib.DEFAULT_SCALE
+    scale = float(scale)
+    if scale == 0.0:
+        raise invalid("scale=0 is not supported (0 selects the default 1/sqrt(head_dim)); pass None")
+    if not math.isfinite(scale):
+        raise invalid(f"scale={scale} must be finite")
+    return scale
+
+
+def check_4d(shape: Tuple[int, ...], what: str) -> None:
+    if len(shape) != 4:
+        raise invalid(f"{what} must be 4-d [batch, heads, seq, head_dim], got shape {tuple(shape)}")
+
+
+# ------------------------------------------------------------------ numpy front end
+
+
+def _array(x: Any, what: str) -> Tuple[np.ndarray, int]:
+    arr = np.asarray(x)
+    check_4d(arr.shape, what)
+    code = _lib.dtype_code(arr.dtype.name, what)
+    if any(s % arr.itemsize for s in arr.strides):
+        arr = np.ascontiguousarray(arr)  # byte strides that are not whole elements
+    return arr, code
+
+
+def _tensor(arr: np.ndarray, code: int) -> _lib.SplatTensor:
+    return _lib.tensor(arr.ctypes.data, code, arr.shape, [s // arr.itemsize for s in arr.strides])
+
+
+def _dtype_of(code: int) -> np.dtype:
+    name = _lib.DTYPE_NAMES[code]
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _out_code(dtype: Any, default: int) -> int:
+    return default if dtype is None else _lib.dtype_code(np.dtype(dtype).name, "dtype")
+
+
+def attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    pattern: Union[Pattern, str],
+    scale: Optional[float] = None,
+    return_lse: bool = False,
+) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+    """Attention under ``pattern``: ``softmax(scale * q k^T restricted to the mask) v``.
+
+    q: [batch, heads, seq_q, head_dim]; k, v: [batch, heads_kv, seq_k, head_dim]
+    (heads_kv divides heads: grouped-query attention). scale: None for
+    1/sqrt(head_dim). Returns out [batch, heads, seq_q, head_dim] in q's dtype, and
+    with ``return_lse`` also the float32 log-sum-exp [batch, heads, seq_q] (-inf for
+    rows that see no key; their output is zero)."""
+    qa, code = _array(q, "q")
+    ka, kcode = _array(k, "k")
+    va, vcode = _array(v, "v")
+    for name, c in (("k", kcode), ("v", vcode)):
+        if c != code:
+            raise invalid(f"{name}.dtype={_lib.DTYPE_NAMES[c]} but q.dtype={_lib.DTYPE_NAMES[code]}")
+    pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
+    B, H, Sq, D = qa.shape
+    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu")
+    out = np.empty(qa.shape, dtype=qa.dtype)
+    lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
+    lse_t = ctypes.byref(_tensor(lse, 0)) if lse is not None else None
+    plan.call(
+        "attention",
+        ctypes.byref(_tensor(qa, code)),
+        ctypes.byref(_tensor(ka, code)),
+        ctypes.byref(_tensor(va, code)),
+        resolve_scale(scale),
+        ctypes.byref(_tensor(out, code)),
+        lse_t,
+        None,
+    )
+    return (out, lse[..., 0]) if lse is not None else out
+
+
+def sddmm(
+    q: Any, k: Any, pattern: Union[Pattern, str], scale: Optional[float] = None, dtype: Any = None
+) -> np.ndarray:
+    """Sampled dense-dense product: ``scores[b,h,i,t] = scale * <q[b,h,i], k[b,hk,c_t(i)]>``
+    where c_t(i) is the t-th visible column of row i (increasing). Returns ACSR values
+    [batch, heads, seq_q, W] (W = the widest row; padding entries are 0) in ``dtype``
+    (default: q's dtype). scale: None for 1/sqrt(head_dim)."""
+    qa, code = _array(q, "q")
+    ka, kcode = _array(k, "k")
+    if kcode != code:
+        raise invalid(f"k.dtype={_lib.DTYPE_NAMES[kcode]} but q.dtype={_lib.DTYPE_NAMES[code]}")
+    pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
+    B, H, Sq, D = qa.shape
+    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu")
+    ocode = _out_code(dtype, code)
+    scores = np.zeros((B, H, Sq, plan.width), dtype=_dtype_of(ocode))
+    plan.call(
+        "sddmm",
+        ctypes.byref(_tensor(qa, code)),
+        ctypes.byref(_tensor(ka, code)),
+        resolve_scale(scale),
+        ctypes.byref(_tensor(scores, ocode)),
+        None,
+    )
+    return scores
+
+
+def softmax(
+    scores: Any, pattern: Union[Pattern, str], scale: float = 1.0, return_lse: bool = False
+) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+    """Row softmax of ``scale * scores`` over each row's visible entries (ACSR values
+    [batch, heads, seq_q, W] as ``sddmm`` returns them). ``scale`` is used as given.
+    Returns probs in the scores' dtype (padding 0), and with ``return_lse`` the
+    float32 log-sum-exp [batch, heads, seq_q]. A string pattern needs seq_q = seq_k."""
+    sa, code = _array(scores, "scores")
+    B, H, Sq, _ = sa.shape
+    pat = as_pattern(pattern, Sq, Sq)
+    if not math.isfinite(float(scale)):
+        raise invalid(f"scale={scale} must be finite")
+    plan = plan_cache.get(pat, B, H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu")
+    probs = np.zeros(sa.shape, dtype=sa.dtype)
+    lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
+    plan.call(
+        "softmax",
+        ctypes.byref(_tensor(sa, code)),
+        float(scale),
+        ctypes.byref(_tensor(probs, code)),
+        ctypes.byref(_tensor(lse, 0)) if lse is not None else None,
+        None,
+    )
+    return (probs, lse[..., 0]) if lse is not None else probs
+
+
+def spmm(probs: Any, v: Any, pattern: Union[Pattern, str]) -> np.ndarray:
+    """Sparse-dense product: ``out[b,h,i] = sum_t probs[b,h,i,t] * v[b,hk,c_t(i)]``.
+    probs: ACSR values [batch, heads, seq_q, W] (any supported dtype); v:
+    [batch, heads_kv, seq_k, head_dim]. Returns out in v's dtype (zeros for empty rows)."""
+    pa, pcode = _array(probs, "probs")
+    va, code = _array(v, "v")
+    B, H, Sq, _ = pa.shape
+    pat = as_pattern(pattern, Sq, va.shape[2])
+    plan = plan_cache.get(pat, B, H, va.shape[1], va.shape[3], code, "cpu")
+    out = np.empty((B, H, Sq, va.shape[3]), dtype=va.dtype)
+    plan.call(
+        "spmm",
+        ctypes.byref(_tensor(pa, pcode)),
+        ctypes.byref(_tensor(va, code)),
+        ctypes.byref(_tensor(out, code)),
+        None,
+    )
+    return out

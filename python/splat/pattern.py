@@ -1,0 +1,225 @@
+"""splat.pattern — :class:`Pattern`, a mask of which keys each query row may see.
+
+A pattern comes from a spec in splat's pattern language (docs/patterns.md), e.g.
+``Pattern("window(256) | global(64)", 4096)``, or from an explicit boolean matrix
+(``Pattern.from_mask``), or from two patterns (``a | b``, ``a & b``). It owns a C
+``splat_pattern``; ``report()`` runs the analysis and returns it as a dict.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import weakref
+from functools import lru_cache
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from . import _lib
+from .errors import invalid
+
+
+def _positive_int(value: Any, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise invalid(f"{what}={value!r} must be an integer")
+    if value < 1:
+        raise invalid(f"{what}={value} must be >= 1")
+    return int(value)
+
+
+# Patterns without spec text (explicit masks), by token, while they are alive.
+_live: "weakref.WeakValueDictionary[str, Pattern]" = weakref.WeakValueDictionary()
+
+
+def pattern_for_token(token: str, seq_q: int, seq_k: int) -> "Pattern":
+    """The pattern a token names: a live mask pattern ("#..."), or spec text parsed
+    for (seq_q, seq_k) (parses are cached)."""
+    if token.startswith("#"):
+        pat = _live.get(token)
+        if pat is None:
+            raise invalid(
+                f"pattern {token} is not alive in this process (keep the splat.Pattern built "
+                "with Pattern.from_mask referenced while it is used)"
+            )
+        return pat
+    return _parsed(token, seq_q, seq_k)
+
+
+@lru_cache(maxsize=256)
+def _parsed(spec: str, seq_q: int, seq_k: int) -> "Pattern":
+    return Pattern(spec, seq_q, seq_k)
+
+
+class Pattern:
+    """A static attention mask for ``seq_q`` query rows and ``seq_k`` key columns.
+
+    Attributes:
+        spec: the canonical spec text (explicit masks print as ``mask(<q>x<k>)``).
+        seq_q, seq_k: the mask's shape.
+        key: a hashable identity of the mask's content; equal keys mean equal masks
+            (used to cache plans).
+    """
+
+    _handle: Optional[int] = None
+
+    def __init__(self, spec: str, seq: int, seq_k: Optional[int] = None) -> None:
+        if not isinstance(spec, str):
+            raise invalid(f"spec={spec!r} must be a string")
+        seq = _positive_int(seq, "seq")
+        seq_k = seq if seq_k is None else _positive_int(seq_k, "seq_k")
+        out = ctypes.c_void_p()
+        _lib.check(_lib.lib().splat_pattern_parse(spec.encode(), seq, seq_k, ctypes.byref(out)))
+        self._adopt(out.value, source=spec, digest=None)
+
+    # -- construction helpers
+
+    def _adopt(self, handle: Optional[int], source: Optional[str], digest: Optional[str]) -> None:
+        self._handle = handle
+        L = _lib.lib()
+        self.seq_q = int(L.splat_pattern_seq_q(handle))
+        self.seq_k = int(L.splat_pattern_seq_k(handle))
+        self.spec = L.splat_pattern_spec(handle).decode()
+        # `_source` is spec text that parses back to this mask (None for masks);
+        # `_digest` identifies masks by content.
+        self._source = source
+        self._digest = digest
+        self._row_width: Optional[int] = None
+        self.key: Tuple[Any, ...] = (
+            ("spec", source, self.seq_q, self.seq_k)
+            if source is not None
+            else ("mask", digest, self.seq_q, self.seq_k)
+        )
+        # What the JAX and torch ops carry as an attribute: the spec text, or
+        # "#<content key>" of a live pattern (see pattern_for_token).
+        self.token = source if source is not None else f"#{digest}-{self.seq_q}x{self.seq_k}"
+        if source is None:
+            _live.setdefault(self.token, self)
+
+    @classmethod
+    def _wrap(cls, handle: Optional[int], source: Optional[str], digest: Optional[str]) -> "Pattern":
+        obj = cls.__new__(cls)
+        obj._adopt(handle, source, digest)
+        return obj
+
+    @classmethod
+    def from_mask(cls, mask: Any) -> "Pattern":
+        """An explicit mask from a 2-d boolean (or 0/1) array: numpy, or anything
+        ``numpy.asarray`` accepts (a CPU torch tensor, a jax array). Element [i, j]
+        nonzero means query row i sees key column j. The bits are copied."""
+        arr = np.asarray(mask)
+        if arr.ndim != 2:
+            raise invalid(f"mask must be 2-d [seq_q, seq_k], got shape {tuple(arr.shape)}")
+        if arr.dtype.kind not in "biuf":
+            raise invalid(f"mask.dtype={arr.dtype} must be bool or numeric")
+        if arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise invalid(f"mask shape {tuple(arr.shape)} must be at least 1x1")
+        bits = np.ascontiguousarray(arr != 0, dtype=np.uint8)
+        digest = hashlib.sha256(
+            np.array(bits.shape, dtype=np.int64).tobytes() + np.packbits(bits).tobytes()
+        ).hexdigest()
+        out = ctypes.c_void_p()
+        _lib.check(
+            _lib.lib().splat_pattern_from_mask(
+                bits.ctypes.data, bits.shape[0], bits.shape[1], ctypes.byref(out)
+            )
+        )
+        return cls._wrap(out.value, source=None, digest=digest)
+
+    def _combine(self, other: "Pattern", op: str) -> "Pattern":
+        if not isinstance(other, Pattern):
+            return NotImplemented
+        fn = _lib.lib().splat_pattern_union if op == "|" else _lib.lib().splat_pattern_intersect
+        out = ctypes.c_void_p()
+        _lib.check(fn(self._handle, other._handle, ctypes.byref(out)))
+        if self._source is not None and other._source is not None:
+            return Pattern._wrap(out.value, f"({self._source}) {op} ({other._source})", None)
+        digest = hashlib.sha256(repr((op, self.key, other.key)).encode()).hexdigest()
+        return Pattern._wrap(out.value, None, digest)
+
+    def __or__(self, other: "Pattern") -> "Pattern":
+        return self._combine(other, "|")
+
+    def __and__(self, other: "Pattern") -> "Pattern":
+        return self._combine(other, "&")
+
+    def __del__(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle and _lib is not None and _lib._lib is not None:
+            _lib._lib.splat_pattern_destroy(handle)
+
+    # -- queries
+
+    @property
+    def handle(self) -> int:
+        """The C ``splat_pattern *`` (valid while this object lives)."""
+        assert self._handle is not None
+        return self._handle
+
+    def row(self, i: int) -> np.ndarray:
+        """The key columns query row ``i`` sees, increasing, as int64."""
+        if not isinstance(i, (int, np.integer)) or not 0 <= i < self.seq_q:
+            raise invalid(f"row={i!r} must be an integer in 0..{self.seq_q - 1}")
+        L = _lib.lib()
+        count = ctypes.c_int64()
+        _lib.check(L.splat_pattern_row(self._handle, int(i), None, 0, ctypes.byref(count)))
+        cols = np.empty(count.value, dtype=np.int64)
+        ptr = cols.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+        _lib.check(L.splat_pattern_row(self._handle, int(i), ptr, count.value, ctypes.byref(count)))
+        return cols
+
+    def to_dense(self) -> np.ndarray:
+        """The mask as a [seq_q, seq_k] bool array (one library call per row)."""
+        dense = np.zeros((self.seq_q, self.seq_k), dtype=bool)
+        for i in range(self.seq_q):
+            dense[i, self.row(i)] = True
+        return dense
+
+    def _analyze(self, tile_q: int, tile_k: int, max_segments: int) -> _lib.SplatReport:
+        rep = _lib.SplatReport()
+        _lib.check(
+            _lib.lib().splat_analyze(self._handle, tile_q, tile_k, max_segments, ctypes.byref(rep))
+        )
+        return rep
+
+    def report(self, tile_q: int = 0, tile_k: int = 0, max_segments: int = 0) -> Dict[str, Any]:
+        """The analysis (ACSR segments, tile plan, metadata sizes) as a dict; the
+        fields are those of ``splat_report`` (docs/format.md). 0 = the defaults."""
+        out = self._analyze(tile_q, tile_k, max_segments).to_dict()
+        out["spec"] = self.spec
+        return out
+
+    def report_text(
+        self, tile_q: int = 0, tile_k: int = 0, max_segments: int = 0, as_json: bool = False
+    ) -> str:
+        """The analysis formatted by the library (what ``splat analyze`` prints)."""
+        rep = self._analyze(tile_q, tile_k, max_segments)
+        L = _lib.lib()
+        need = ctypes.c_size_t()
+        _lib.check(L.splat_report_format(ctypes.byref(rep), int(as_json), None, 0, ctypes.byref(need)))
+        buf = ctypes.create_string_buffer(need.value + 1)
+        _lib.check(L.splat_report_format(ctypes.byref(rep), int(as_json), buf, len(buf), None))
+        return buf.value.decode("utf-8", "replace")
+
+    @property
+    def nnz(self) -> int:
+        """Mask elements."""
+        return int(self._analyze(0, 0, 0).nnz)
+
+    @property
+    def row_width(self) -> int:
+        """W, the last dimension of ACSR values (``sddmm``'s output): the largest row
+        nnz, at least 1."""
+        if self._row_width is None:
+            self._row_width = max(1, int(self._analyze(0, 0, 0).max_row_nnz))
+        return self._row_width
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        shape = f"{self.seq_q}" if self.seq_q == self.seq_k else f"{self.seq_q}, seq_k={self.seq_k}"
+        return f"splat.Pattern({self.spec!r}, {shape})"

@@ -1,0 +1,194 @@
+"""Error cases: every failure is a splat.Error naming the problem (bad shapes and
+dtypes, spec parse errors with the caret, non-finite inputs naming the tensor, CUDA
+on a machine without a GPU), plus the ABI of the ctypes struct mirrors and an import
+with no library, no torch and no jax."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import splat
+from splat import _lib
+from conftest import randn
+
+
+def test_parse_error_has_caret():
+    with pytest.raises(splat.Error) as info:
+        splat.Pattern("window(12 5)", 100)
+    err = info.value
+    assert err.status == "SPLAT_ERR_PARSE" and err.code == 2
+    assert "column 11" in err.message
+    lines = err.message.splitlines()
+    assert lines[-2].strip() == "window(12 5)"
+    assert lines[-1].index("^") - lines[-2].index("w") == 10
+    with pytest.raises(splat.Error, match="unknown pattern 'windo'"):
+        splat.Pattern("windo(3)", 10)
+    with pytest.raises(splat.Error, match="d=0 must be >= 1"):
+        splat.Pattern("dilated(3,0)", 10)
+
+
+def test_bad_pattern_arguments():
+    with pytest.raises(splat.Error, match="seq=0 must be >= 1"):
+        splat.Pattern("causal", 0)
+    with pytest.raises(splat.Error, match="must be a string"):
+        splat.Pattern(5, 10)
+    with pytest.raises(splat.Error, match="mask must be 2-d"):
+        splat.Pattern.from_mask(np.ones((2, 2, 2), bool))
+    with pytest.raises(splat.Error, match="row=10"):
+        splat.Pattern("causal", 10).row(10)
+
+
+def test_bad_shapes(rng):
+    pat = splat.Pattern("causal", 40)
+    q = randn(rng, (1, 2, 40, 8), np.float32)
+    with pytest.raises(splat.Error, match=r"q must be 4-d .* got shape \(2, 40, 8\)") as info:
+        splat.attention(q[0], q, q, pat)
+    assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT"
+    with pytest.raises(splat.Error, match=r"q.shape=\[1,2,41,8\] but the plan expects \[1,2,40,8\]"):
+        splat.attention(randn(rng, (1, 2, 41, 8), np.float32), q, q, pat)
+    with pytest.raises(splat.Error, match=r"k.shape"):
+        splat.attention(q, randn(rng, (1, 2, 40, 16), np.float32), q, pat)
+    with pytest.raises(splat.Error, match="heads"):
+        splat.attention(randn(rng, (1, 3, 40, 8), np.float32), q, q, pat)
+    with pytest.raises(splat.Error, match="head_dim=300"):
+        big = randn(rng, (1, 1, 40, 300), np.float32)
+        splat.attention(big, big, big, pat)
+    scores = splat.sddmm(q, q, pat)
+    with pytest.raises(splat.Error, match="scores.shape"):
+        splat.softmax(scores[..., :-1], pat)
+
+
+def test_bad_dtypes(rng):
+    pat = splat.Pattern("causal", 40)
+    q = randn(rng, (1, 2, 40, 8), np.float64)
+    with pytest.raises(splat.Error, match="q.dtype=float64 unsupported: use float32, float16 or bfloat16"):
+        splat.attention(q, q, q, pat)
+    q32 = q.astype(np.float32)
+    with pytest.raises(splat.Error, match="v.dtype=float16 but q.dtype=float32"):
+        splat.attention(q32, q32, q32.astype(np.float16), pat)
+    with pytest.raises(splat.Error, match="int32"):
+        splat.sddmm(q32, q32, pat, dtype=np.int32)
+
+
+def test_bad_scale(rng):
+    q = randn(rng, (1, 1, 10, 8), np.float32)
+    with pytest.raises(splat.Error, match="scale=0"):
+        splat.attention(q, q, q, "dense", scale=0.0)
+    with pytest.raises(splat.Error, match="must be finite"):
+        splat.attention(q, q, q, "dense", scale=float("inf"))
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_nan_input_names_the_tensor(rng, which):
+    pat = splat.Pattern("window(3)", 30)
+    t = {n: randn(rng, (1, 2, 30, 8), np.float32) for n in "qkv"}
+    t[which][0, 1, 7, 3] = np.nan
+    with pytest.raises(splat.Error) as info:
+        splat.attention(t["q"], t["k"], t["v"], pat)
+    assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT"
+    assert f"{which}[0,1,7,3] is nan" in info.value.message.lower()
+
+
+def test_cuda_without_gpu_is_no_device():
+    env = splat.environment()
+    if env["cuda_available"]:
+        pytest.skip("this machine has a GPU")
+    assert env["why_not_cuda"]
+    with pytest.raises(splat.Error) as info:
+        splat.require_device("cuda")
+    assert info.value.status == "SPLAT_ERR_NO_DEVICE"
+    assert "CUDA" in info.value.message
+    with pytest.raises(splat.Error, match="expected 'cpu', 'cuda' or 'cuda:N'"):
+        splat.require_device("tpu")
+
+
+def test_error_is_runtime_error():
+    err = splat.Error("SPLAT_ERR_IO", "no file")
+    assert isinstance(err, RuntimeError) and str(err) == "SPLAT_ERR_IO: no file" and err.code == 8
+
+
+ABI_PROGRAM = r"""
+#include <stddef.h>
+#include <stdio.h>
+#include "splat.h"
+#define F(s, f) printf("%s.%s %zu\n", #s, #f, offsetof(s, f));
+#define S(s) printf("%s %zu\n", #s, sizeof(s));
+int main(void) {
+  S(splat_tensor) F(splat_tensor, dtype) F(splat_tensor, shape) F(splat_tensor, strides)
+  S(splat_context_options) F(splat_context_options, num_threads)
+  S(splat_plan_desc) F(splat_plan_desc, dtype) F(splat_plan_desc, max_segments)
+  S(splat_environment) F(splat_environment, device_name) F(splat_environment, device_cc_minor)
+  S(splat_report) F(splat_report, rows_by_segments) F(splat_report, tile_q)
+  F(splat_report, tile_waste) F(splat_report, report_ms) F(splat_report, kernels_ms)
+  F(splat_report, kernels_compiled)
+  return 0;
+}
+"""
+
+
+def _header_dir() -> Path:
+    for d in (_lib.PACKAGE_DIR / "include", _lib.REPO_ROOT / "include"):
+        if (d / "splat.h").is_file():
+            return d
+    pytest.skip("include/splat.h not found")
+
+
+def test_struct_mirrors_match_header(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    src = tmp_path / "abi.c"
+    src.write_text(ABI_PROGRAM)
+    exe = tmp_path / "abi"
+    subprocess.run([cc, "-std=c11", "-I", str(_header_dir()), str(src), "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split("\n")
+    structs = {
+        "splat_tensor": _lib.SplatTensor,
+        "splat_context_options": _lib.SplatContextOptions,
+        "splat_plan_desc": _lib.SplatPlanDesc,
+        "splat_environment": _lib.SplatEnvironment,
+        "splat_report": _lib.SplatReport,
+    }
+    for line in filter(None, lines):
+        name, value = line.split()
+        sname, _, field = name.partition(".")
+        cls = structs[sname]
+        got = getattr(cls, field).offset if field else ctypes.sizeof(cls)
+        assert got == int(value), f"{name}: ctypes {got} != C {value}"
+
+
+def test_import_needs_no_library_torch_or_jax(tmp_path):
+    pkg = tmp_path / "splat"
+    shutil.copytree(_lib.PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("*.so*", "__pycache__"))
+    code = textwrap.dedent(
+        """
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split('.')[0] in ('torch', 'jax', 'jaxlib'):
+                    raise ImportError('blocked ' + name)
+        sys.meta_path.insert(0, Block())
+        import splat
+        assert 'torch' not in sys.modules and 'jax' not in sys.modules
+        try:
+            splat.Pattern('causal', 4)
+        except splat.Error as e:
+            assert e.status == 'SPLAT_ERR_NO_LIBRARY', e
+            assert 'pip install ./python' in e.message and 'SPLAT_LIBRARY' in e.message
+            print('ok')
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPLAT_LIBRARY"}
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert res.stdout.strip() == "ok", res.stderr

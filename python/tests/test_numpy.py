@@ -1,0 +1,162 @@
+"""numpy front end on the CPU backend against the float64 reference: every spec of
+DESIGN.md §2 at awkward sizes (seq 97, seq_q != seq_k), random masks, the unfused
+pipeline (sddmm, softmax, spmm), grouped-query attention, arbitrary strides, the plan
+cache and pattern queries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference as ref
+import splat
+from conftest import BF16, DTYPES, randn
+
+SHAPES = [(97, 97), (61, 97), (97, 40)]  # (seq_q, seq_k)
+
+
+@pytest.mark.parametrize("spec,pred", ref.SPECS, ids=[s for s, _ in ref.SPECS])
+@pytest.mark.parametrize("seq_q,seq_k", SHAPES, ids=[f"{a}x{b}" for a, b in SHAPES])
+def test_pattern_rows_match_predicate(spec, pred, seq_q, seq_k):
+    pat = splat.Pattern(spec, seq_q, seq_k)
+    mask = ref.mask_of(pred, seq_q, seq_k)
+    assert (pat.seq_q, pat.seq_k) == (seq_q, seq_k)
+    np.testing.assert_array_equal(pat.to_dense(), mask)
+    assert pat.nnz == int(mask.sum())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("spec,pred", ref.SPECS, ids=[s for s, _ in ref.SPECS])
+@pytest.mark.parametrize("seq_q,seq_k", SHAPES, ids=[f"{a}x{b}" for a, b in SHAPES])
+def test_attention_every_spec(rng, spec, pred, seq_q, seq_k, dtype):
+    B, H, Hkv, D = 2, 4, 2, 24
+    q = randn(rng, (B, H, seq_q, D), dtype)
+    k = randn(rng, (B, Hkv, seq_k, D), dtype)
+    v = randn(rng, (B, Hkv, seq_k, D), dtype)
+    mask = ref.mask_of(pred, seq_q, seq_k)
+    out, lse = splat.attention(q, k, v, splat.Pattern(spec, seq_q, seq_k), return_lse=True)
+    want, want_lse = ref.attention(q, k, v, mask)
+    assert out.dtype == dtype and out.shape == q.shape and lse.shape == (B, H, seq_q)
+    ref.assert_close(out, want, dtype.name, f"{spec} out")
+    ref.assert_close(lse, want_lse, "float32", f"{spec} lse")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("spec,pred", ref.SPECS, ids=[s for s, _ in ref.SPECS])
+def test_unfused_pipeline_every_spec(rng, spec, pred, dtype):
+    B, H, seq_q, seq_k, D = 1, 3, 97, 61, 16
+    q, k, v = (randn(rng, (B, H, s, D), dtype) for s in (seq_q, seq_k, seq_k))
+    mask = ref.mask_of(pred, seq_q, seq_k)
+    pat = splat.Pattern(spec, seq_q, seq_k)
+    scale = 0.3
+    scores = splat.sddmm(q, k, pat, scale=scale, dtype=np.float32)
+    W = scores.shape[-1]
+    assert W == max(1, int(mask.sum(axis=1).max()))
+    dense_s = scale * np.einsum("bhid,bhjd->bhij", q.astype(np.float64), k.astype(np.float64))
+    ref.assert_close(scores, ref.to_values(dense_s, mask, W), "float32", "sddmm")
+    probs, lse = splat.softmax(scores, pat, return_lse=True)
+    out = splat.spmm(probs.astype(dtype), v, pat)
+    want, want_lse = ref.attention(q, k, v, mask, scale=scale)
+    ref.assert_close(lse, want_lse, "float32", "softmax lse")
+    # probs are rounded to dtype before spmm: allow two roundings
+    ref.assert_close(out, want, dtype.name if dtype != np.float32 else "float16", "spmm")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_masks(seed):
+    rng = np.random.default_rng(seed)
+    seq_q, seq_k = [(97, 97), (33, 130), (130, 33)][seed % 3]
+    density = [0.02, 0.3, 0.9][seed % 3]
+    mask = ref.random_mask(rng, seq_q, seq_k, density)
+    pat = splat.Pattern.from_mask(mask)
+    np.testing.assert_array_equal(pat.to_dense(), mask)
+    assert pat.spec == f"mask({seq_q}x{seq_k})"
+    q = randn(rng, (2, 2, seq_q, 32), np.float32)
+    k = randn(rng, (2, 2, seq_k, 32), np.float32)
+    v = randn(rng, (2, 2, seq_k, 32), np.float32)
+    out, lse = splat.attention(q, k, v, pat, return_lse=True)
+    want, want_lse = ref.attention(q, k, v, mask)
+    ref.assert_close(out, want, "float32", "random mask")
+    ref.assert_close(lse, want_lse, "float32", "random mask lse")
+    if seq_q > 2:  # the forced empty row: zeros and -inf, never NaN
+        assert np.all(out[:, :, 1] == 0) and np.all(lse[:, :, 1] == -np.inf)
+
+
+def test_mask_patterns_combine_with_specs(rng):
+    mask = ref.random_mask(rng, 50, 50, 0.1)
+    pat = splat.Pattern.from_mask(mask) | splat.Pattern("window(2)", 50)
+    want = mask | ref.mask_of(ref.window(2), 50, 50)
+    np.testing.assert_array_equal(pat.to_dense(), want)
+    both = splat.Pattern("causal", 50) & splat.Pattern("global(4)", 50)
+    np.testing.assert_array_equal(both.to_dense(), ref.mask_of(ref.intersect(ref.causal(), ref.global_(4)), 50, 50))
+    assert both.key[0] == "spec" and pat.key[0] == "mask"
+
+
+def test_any_strides(rng):
+    B, H, S, D = 2, 3, 97, 16
+    pat = splat.Pattern("window(7) | global(2)", S)
+    mask = ref.mask_of(ref.union(ref.window(7), ref.global_(2)), S, S)
+    # q laid out [B, S, H, D] and viewed as [B, H, S, D]; k reversed along seq;
+    # v broadcast over the batch (stride 0).
+    q = randn(rng, (B, S, H, D), np.float32).transpose(0, 2, 1, 3)
+    k_base = randn(rng, (B, H, S, D), np.float32)
+    k = k_base[:, :, ::-1]
+    v = np.broadcast_to(randn(rng, (1, H, S, D), np.float32), (B, H, S, D))
+    assert not q.flags.c_contiguous and k.strides[2] < 0 and v.strides[0] == 0
+    out = splat.attention(q, k, v, pat)
+    want, _ = ref.attention(q, k, v, mask)
+    ref.assert_close(out, want, "float32", "strided")
+
+
+def test_string_pattern_and_scale(rng):
+    q, k, v = (randn(rng, (1, 2, 40, 8), np.float32) for _ in range(3))
+    out = splat.attention(q, k, v, "causal", scale=0.5)
+    want, _ = ref.attention(q, k, v, ref.mask_of(ref.causal(), 40, 40), scale=0.5)
+    ref.assert_close(out, want, "float32", "string spec")
+
+
+def test_plan_cache_reuses_plans(rng):
+    splat.plan_cache.clear()
+    pat = splat.Pattern("blocked(16)", 64)
+    q = randn(rng, (1, 2, 64, 8), np.float32)
+    before = splat.plan_cache.info()
+    for _ in range(3):
+        splat.attention(q, q, q, pat)
+    splat.attention(q, q, q, splat.Pattern("blocked(16)", 64))  # equal pattern, new object
+    info = splat.plan_cache.info()
+    assert info["misses"] - before["misses"] == 1
+    assert info["hits"] - before["hits"] == 3
+    splat.attention(q.astype(np.float16), q.astype(np.float16), q.astype(np.float16), pat)
+    assert splat.plan_cache.info()["misses"] - before["misses"] == 2
+
+
+def test_plan_cache_is_bounded(rng):
+    cache = splat.ops.PlanCache(2)
+    for s in (16, 32, 48):
+        cache.get(splat.Pattern("causal", s), 1, 1, 1, 8, 0, "cpu")
+    assert cache.info()["size"] == 2
+
+
+def test_pattern_report():
+    pat = splat.Pattern("longformer(8,2)", 97)
+    rep = pat.report()
+    mask = ref.mask_of(ref.longformer(8, 2), 97, 97)
+    assert rep["nnz"] == int(mask.sum())
+    assert rep["seq_q"] == rep["seq_k"] == 97
+    assert rep["max_row_nnz"] == int(mask.sum(axis=1).max())
+    assert rep["regular_fraction"] == 1.0
+    assert len(rep["rows_by_segments"]) == 10
+    assert rep["spec"] == "longformer(8,2)"
+    text = pat.report_text()
+    assert "nnz" in text and str(rep["nnz"]) in text
+    import json
+
+    assert json.loads(pat.report_text(as_json=True))["nnz"] == rep["nnz"]
+    np.testing.assert_array_equal(pat.row(50), np.nonzero(mask[50])[0])
+    assert "longformer(8,2)" in repr(pat)
+
+
+@pytest.mark.skipif(BF16 is None, reason="ml_dtypes not installed")
+def test_bfloat16_outputs_are_bfloat16(rng):
+    q = randn(rng, (1, 1, 20, 8), BF16)
+    assert splat.attention(q, q, q, "dense").dtype == BF16
