@@ -13,6 +13,21 @@
 #ifndef SPLAT_KERNELS_PIPELINE_CUH
 #define SPLAT_KERNELS_PIPELINE_CUH
 
+/* The CTA's query tile (index into the plan's tiles), row block and first batch*head.
+ * Blocks are dispatched in linear order (x, then y, then z) and the host uploads the
+ * tiles heaviest first (cuda_backend.c), so the linear id is read tile-major: all
+ * (batch*head, row block) CTAs of the heaviest tiles start first and the long tiles
+ * (longformer's global rows) do not form the tail. */
+SPLAT_DEV void splat_tile_block(int &tile, int &rblock, int &bh0) {
+  const unsigned per = gridDim.y * gridDim.z;
+  const unsigned long long L =
+      blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+  const unsigned rest = (unsigned)(L % per);
+  tile = (int)(L / per);
+  bh0 = (int)(rest % gridDim.y);
+  rblock = (int)(rest / gridDim.y);
+}
+
 /* Producer position: run li, sub-tile ls of it; issued = sub-tiles (groups) issued. */
 typedef struct splat_pipe {
   int li, ls, issued;

@@ -83,7 +83,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 #define SPLAT_OVS (SPLAT_SDT == SPLAT_F32 ? 2 : 3) /* log2 scores per 16-byte store */
 #define SPLAT_OV (1 << SPLAT_OVS)
 #define SPLAT_LDO (SPLAT_KT + 8) /* staging row stride (scores) */
-#define SPLAT_MIN_CTAS (SPLAT_WARPS <= 4 ? 2 : 1)
+/* CTAs per SM the registers are bounded for: 4 (128 registers) for 16-bit inputs up to
+ * head_dim 64, whose shared memory (~50 KB with one interval per row) fits 4 as well. */
+#define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DT != SPLAT_F32 && SPLAT_HEAD_DIM <= 64 ? 4 : 2)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same):
  * Q, the K ring, the score staging tile, STAGES interval tables + counts, row ids. */
@@ -129,8 +131,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  const splat_dev_tile tile = P.pat.tiles[blockIdx.x];
-  const int rb = (int)blockIdx.z * SPLAT_TQ;
+  int ti, rblock, bh0;
+  splat_tile_block(ti, rblock, bh0);
+  const splat_dev_tile tile = P.pat.tiles[ti];
+  const int rb = rblock * SPLAT_TQ;
   const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
   if (tile.nruns == 0 || nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -144,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   unsigned char *wo = sO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
 
-  for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
+  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     const int64_t hk = h / P.shape.heads_per_kv;
     const int64_t ko = splat_off(P.k, b, hk, 0);

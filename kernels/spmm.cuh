@@ -74,7 +74,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
 #define SPLAT_PCH ((SPLAT_KT / 8 + 8) / 8) /* 16-byte P chunks per lane and row piece */
-#define SPLAT_MIN_CTAS (SPLAT_WARPS <= 4 ? 2 : 1)
+/* 3 CTAs per SM (168 registers): d128 fits 3 in shared memory too; 4 would spill. */
+#define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : 3)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): the V
  * ring, the P tile, STAGES interval tables + counts, row ids. */
@@ -105,8 +106,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  const splat_dev_tile tile = P.pat.tiles[blockIdx.x];
-  const int rb = (int)blockIdx.z * SPLAT_TQ;
+  int ti, rblock, bh0;
+  splat_tile_block(ti, rblock, bh0);
+  const splat_dev_tile tile = P.pat.tiles[ti];
+  const int rb = rblock * SPLAT_TQ;
   const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
   if (nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & 7;
@@ -122,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   uint16_t *wp = sP + 16 * warp * SPLAT_LDP; /* this warp's 16 x KT slice of P */
 
-  for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
+  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     const int64_t hk = h / P.shape.heads_per_kv;
     const int64_t vo = splat_off(P.v, b, hk, 0);

@@ -105,6 +105,17 @@ static int64_t stage_add(stage *s, const void *data, size_t n) {
   return (int64_t)off;
 }
 
+typedef struct tile_cost {
+  int64_t cost, index;
+} tile_cost;
+
+/* Descending cost, then ascending index (a total order: qsort's result is unique). */
+static int cmp_tile_cost(const void *a, const void *b) {
+  const tile_cost *x = a, *y = b;
+  if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
@@ -120,12 +131,28 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
   splat_status st = SPLAT_OK;
   if (!tiles || !runs)
     st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+  /* Tiles heaviest first (rows x key tiles), ties in plan order: the tile kernels read
+   * their block ids tile-major (kernels/pipeline.cuh splat_tile_block), so the long
+   * tiles start first instead of forming the tail of the grid. */
+  tile_cost *order = malloc((size_t)(t->ntiles ? t->ntiles : 1) * sizeof *order);
+  if (!order) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
   for (int64_t i = 0; st == SPLAT_OK && i < t->ntiles; i++) {
-    tiles[i].row_begin = (int32_t)t->tiles[i].row_begin;
-    tiles[i].nrows = t->tiles[i].nrows;
-    tiles[i].run_begin = (int32_t)t->tiles[i].run_begin;
-    tiles[i].nruns = t->tiles[i].nruns;
+    int64_t ktiles = 0;
+    for (int64_t r = 0; r < t->tiles[i].nruns; r++)
+      ktiles += t->runs[t->tiles[i].run_begin + r].ntiles;
+    order[i].cost = ktiles * t->tiles[i].nrows;
+    order[i].index = i;
   }
+  if (st == SPLAT_OK && t->ntiles > 1)
+    qsort(order, (size_t)t->ntiles, sizeof *order, cmp_tile_cost);
+  for (int64_t i = 0; st == SPLAT_OK && i < t->ntiles; i++) {
+    const splat__query_tile *q = &t->tiles[order[i].index];
+    tiles[i].row_begin = (int32_t)q->row_begin;
+    tiles[i].nrows = q->nrows;
+    tiles[i].run_begin = (int32_t)q->run_begin;
+    tiles[i].nruns = q->nruns;
+  }
+  free(order);
   for (int64_t i = 0; st == SPLAT_OK && i < t->nruns; i++) {
     const splat__key_run *r = &t->runs[i];
     splat_dev_run d = {
@@ -209,8 +236,8 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
  * loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
-  splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, d->max_segments, d->tile_q, d->tile_k,
-                    p->cu->dev.max_smem_per_block_optin);
+  splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
+                    d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin);
   const double t0 = splat__now_ms();
   splat__kcompiled k[SPLAT__KOP_COUNT];
   splat_status st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);

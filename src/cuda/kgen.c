@@ -71,6 +71,14 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   if (op == SPLAT__KOP_SOFTMAX) s->head_dim = 0; /* softmax does not depend on it */
 }
 
+int splat__kspec_table_segs(const splat_report *r) {
+  int n = 1;
+  for (int s = 1; s <= r->max_segments; s++) {
+    if (r->rows_by_segments[s] > 0) n = s;
+  }
+  return n;
+}
+
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap) {
   const char *on = op_name(s->op);
   if (s->op == SPLAT__KOP_SOFTMAX) {

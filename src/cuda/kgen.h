@@ -38,6 +38,11 @@ typedef struct splat__kspec {
 void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
                        splat_dtype pdt, int head_dim, int max_segs, int tile_q, int tile_k);
 
+/* Interval-table entries per row the tile kernels of a plan need: the most affine
+ * segments any regular row of the analysis has (at least 1; at most its K). A row has
+ * at most that many intervals in any key run's group. */
+int splat__kspec_table_segs(const splat_report *r);
+
 /* Kernel names: "splat_sddmm_rows_bf16_v_bf16_d128_k8", "splat_sddmm_tile_bf16_v_bf16_d128_
  * q128_k128_kt64_s2_k8". buf: host, cap chars. The tile name is "" when !s->tile. */
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
