@@ -1,11 +1,17 @@
-"""pytest setup for splat's Python tests: makes the checkout's package importable
-when splat is not installed, and provides shared fixtures (dtypes, random inputs)."""
+"""pytest setup for splat's Python tests: runs JAX on the CPU, makes the checkout's
+package importable when splat is not installed, and provides shared fixtures (dtypes,
+random inputs)."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
+
+# These tests pin the CPU backend's semantics (finite-input checks, any values dtype);
+# JAX on CUDA is covered by gpu_check.py. Set JAX_PLATFORMS to override.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import numpy as np
 import pytest
