@@ -3,7 +3,9 @@
  * segment, whichever computes less); for each tile and key group, the rows' segments
  * become intervals of gathered key indices, and the union span is cut into key tiles
  * marked full (no predicate) or predicated, untouched tiles dropped. Per tile the work
- * is O(intervals + key tiles / 64): events on a bitmap, swept in order. */
+ * is O(intervals + key tiles / 64): events on a bitmap, swept in order. The identity
+ * plan is skipped when a lower bound on its work already exceeds the regrouped plan's
+ * (the choice stays exactly that of planning both). */
 #include "analysis/tile_plan.h"
 
 #include <stdlib.h>
@@ -43,6 +45,19 @@ static inline uint64_t group_hash(splat__key_group g) {
   h ^= (uint64_t)(uint32_t)g.phase * 0xC2B2AE3D27D4EB4Full;
   h ^= (uint64_t)(uint32_t)g.width * 0x165667B19E3779F9ull;
   return h ^ (h >> 29);
+}
+
+/* start / stride (stride > 1), reusing the quotient *cq cached for stride *cd when start
+ * moved by less than a stride since (neighbouring rows' segments do); else divides. */
+static inline int32_t quot_cached(int32_t start, int32_t stride, int32_t *cd, int32_t *cq) {
+  if (start >= 0 && stride == *cd) {
+    const int64_t r = (int64_t)start - (int64_t)*cq * stride;
+    if (r >= 0 && r < stride) return *cq;
+    if (r >= stride && r < 2 * (int64_t)stride) return ++*cq;
+    if (r < 0 && r >= -(int64_t)stride) return --*cq;
+  }
+  *cd = stride;
+  return *cq = start / stride;
 }
 
 /* A map from key group to a dense id 0..n-1, cleared in O(1) by bumping a stamp. */
@@ -175,11 +190,28 @@ typedef struct builder {
   splat__key_run *runs;
   int64_t nruns, runs_cap;
   int64_t full, pred, computed;
-  int any_strided; /* some segment has stride > 1 */
   /* the rows being planned: segments of the row at position p (through order) */
   const int64_t *row_seg;
   const splat__segment *segs;
+  int64_t nord; /* positions in the order being planned */
+  /* With stop_at_strided, the first tile that has a strided segment sets saw_strided
+   * and ends the plan (left incomplete). */
+  int stop_at_strided, saw_strided;
 } builder;
+
+/* Rows of a permuted order are scattered in memory: fetch the segment range and the
+ * segments of rows a little ahead (two dependent loads per row); positions clamped to
+ * the order. A macro: gcc deletes calls to a function holding only prefetches. */
+#define PF_SEGS 8
+#define PF_RANGE 16
+#define PREFETCH_ROW(b, order, p)                                        \
+  do {                                                                   \
+    const int64_t last_ = (b)->nord - 1;                                 \
+    const int64_t p1_ = (p) + PF_RANGE < last_ ? (p) + PF_RANGE : last_; \
+    const int64_t p2_ = (p) + PF_SEGS < last_ ? (p) + PF_SEGS : last_;   \
+    __builtin_prefetch(&(b)->row_seg[(order)[p1_]]);                     \
+    __builtin_prefetch(&(b)->segs[(b)->row_seg[(order)[p2_]]]);          \
+  } while (0)
 
 static void builder_free_scratch(builder *b) {
   free(b->iv);
@@ -356,6 +388,7 @@ static int plan_tile(builder *b, const int32_t *order, int64_t pb, int32_t nr) {
     int64_t lo = INT64_MAX, hi = -1;
     for (int32_t r = 0; r < nr; r++) {
       const int64_t row = order ? order[pb + r] : pb + r;
+      if (order) PREFETCH_ROW(b, order, pb + r);
       const int64_t s0 = row_seg[row], s1 = row_seg[row + 1];
       for (int64_t si = s0; si < s1; si++) {
         const splat__segment s = segs[si];
@@ -379,6 +412,10 @@ static int plan_tile(builder *b, const int32_t *order, int64_t pb, int32_t nr) {
     return 1;
   }
 general:
+  if (b->stop_at_strided) {
+    b->saw_strided = 1;
+    return 1;
+  }
   gmap_clear(&b->gm);
   m = 0;
   {
@@ -387,9 +424,10 @@ general:
     splat__key_group mru_g[4];
     int32_t mru_id[4];
     int nmru = 0, next = 0;
-    int strided = 0;
+    int32_t qd[SPLAT_MAX_SEGMENTS] = {0}, qq[SPLAT_MAX_SEGMENTS] = {0};
     for (int32_t r = 0; r < nr; r++) {
       const int64_t row = order ? order[pb + r] : pb + r;
+      if (order) PREFETCH_ROW(b, order, pb + r);
       const int64_t s0 = row_seg[row], s1 = row_seg[row + 1];
       for (int64_t si = s0; si < s1; si++) {
         const splat__segment s = segs[si];
@@ -400,11 +438,11 @@ general:
           x = s.start;
           y = s.start + s.count * s.width - 1;
         } else {
-          const int32_t q = s.start / s.stride;
+          const int sl = si - s0 < SPLAT_MAX_SEGMENTS ? (int)(si - s0) : SPLAT_MAX_SEGMENTS - 1;
+          const int32_t q = quot_cached(s.start, s.stride, &qd[sl], &qq[sl]);
           g.phase = s.start - q * s.stride, g.stride = s.stride, g.width = s.width;
           x = q * s.width;
           y = x + s.count * s.width - 1;
-          strided = 1;
         }
         int32_t gid = -1;
         for (int c = 0; c < nmru; c++)
@@ -436,7 +474,6 @@ general:
         m++;
       }
     }
-    b->any_strided |= strided;
   }
   if (m == 0) return 1;
   const int32_t G = b->gm.n;
@@ -465,8 +502,16 @@ general:
   return 1;
 }
 
+static int cmp_u64(const void *x, const void *y) {
+  const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
 /* Plans the regular rows order[0 .. nreg), cut into tiles that never cross a boundary
- * in bounds[0 .. nb] (bounds[0] = 0, bounds[nb] = nreg). */
+ * in bounds[0 .. nb] (bounds[0] = 0, bounds[nb] = nreg). With a permuted order the
+ * tiles are planned by increasing first row (classes interleave, so the rows being
+ * read stay close in memory), then their runs are put back in tile order: a tile's
+ * runs and counts do not depend on the order tiles are planned in. */
 static int plan_order(builder *b, const int32_t *order, int64_t nreg, const int64_t *bounds,
                       int64_t nb) {
   int64_t ntiles = 0;
@@ -474,14 +519,51 @@ static int plan_order(builder *b, const int32_t *order, int64_t nreg, const int6
   b->tiles = malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof *b->tiles);
   if (!b->tiles) return 0;
   b->ntiles = 0;
-  (void)nreg;
-  for (int64_t c = 0; c < nb; c++) {
-    for (int64_t pb = bounds[c]; pb < bounds[c + 1]; pb += b->tq) {
-      int64_t nr = bounds[c + 1] - pb;
-      if (nr > b->tq) nr = b->tq;
-      if (!plan_tile(b, order, pb, (int32_t)nr)) return 0;
+  b->nord = nreg;
+  if (!order || nb < 2) {
+    for (int64_t c = 0; c < nb; c++) {
+      for (int64_t pb = bounds[c]; pb < bounds[c + 1]; pb += b->tq) {
+        int64_t nr = bounds[c + 1] - pb;
+        if (nr > b->tq) nr = b->tq;
+        if (!plan_tile(b, order, pb, (int32_t)nr)) return 0;
+        if (b->saw_strided) return 1;
+      }
+    }
+    return 1;
+  }
+  /* (first row << 32 | tile index), tiles in order; rows and tiles fit in 31 bits. */
+  uint64_t *key = malloc((size_t)(ntiles > 0 ? ntiles : 1) * sizeof *key);
+  if (!key) return 0;
+  int64_t t = 0;
+  for (int64_t c = 0; c < nb; c++)
+    for (int64_t pb = bounds[c]; pb < bounds[c + 1]; pb += b->tq, t++) {
+      b->tiles[t].row_begin = pb;
+      b->tiles[t].nrows = (int32_t)(bounds[c + 1] - pb < b->tq ? bounds[c + 1] - pb : b->tq);
+      key[t] = (uint64_t)(uint32_t)order[pb] << 32 | (uint64_t)t;
+    }
+  qsort(key, (size_t)ntiles, sizeof *key, cmp_u64);
+  for (int64_t i = 0; i < ntiles; i++) {
+    const int64_t ti = (int64_t)(key[i] & 0xffffffffu);
+    b->ntiles = ti;
+    if (!plan_tile(b, order, b->tiles[ti].row_begin, b->tiles[ti].nrows)) {
+      free(key);
+      return 0;
     }
   }
+  free(key);
+  b->ntiles = ntiles;
+  splat__key_run *runs = malloc((size_t)(b->nruns > 0 ? b->nruns : 1) * sizeof *runs);
+  if (!runs) return 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < ntiles; i++) {
+    splat__query_tile *qt = &b->tiles[i];
+    memcpy(runs + n, b->runs + qt->run_begin, (size_t)qt->nruns * sizeof *runs);
+    qt->run_begin = n;
+    n += qt->nruns;
+  }
+  free(b->runs);
+  b->runs = runs;
+  b->runs_cap = b->nruns > 0 ? b->nruns : 1;
   return 1;
 }
 
@@ -507,19 +589,38 @@ void splat__tile_plan_free(splat__tile_plan *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* Class of a regular row: group of its dominant (largest) strided segment. */
-static splat__key_group row_class(const splat__acsr *a, int64_t row) {
+/* Class of a regular row: group of its dominant (largest, first of equals) strided
+ * segment; *len its nnz, 0 for the trivial class. cd, cq: quotient cache of quot_cached. */
+static splat__key_group row_class(const splat__acsr *a, int64_t row, int64_t *len, int32_t *cd,
+                                  int32_t *cq) {
   splat__key_group g = {0, 1, 1};
-  int64_t best = 0;
+  int64_t best = 0, bi = -1;
   for (int64_t s = a->row_seg[row]; s < a->row_seg[row + 1]; s++) {
     const splat__segment seg = a->segs[s];
     if (seg.stride > 1 && splat__segment_nnz(seg) > best) {
       best = splat__segment_nnz(seg);
-      g = splat__segment_group(seg);
+      bi = s;
     }
   }
+  if (bi >= 0) { /* splat__segment_group, with the quotient cached */
+    const splat__segment seg = a->segs[bi];
+    g.phase = seg.start - quot_cached(seg.start, seg.stride, cd, cq) * seg.stride;
+    g.stride = seg.stride;
+    g.width = seg.width;
+  }
+  *len = best;
   return g;
 }
+
+/* Class ids by phase for a few (stride, width) pairs of small stride: one array read
+ * per row where the map would hash (the rows of a strided pattern cycle through every
+ * phase). ids[phase] = -1 until seen. */
+#define PHASE_TABLES 4
+#define PHASE_TABLE_MAX_STRIDE 65536
+typedef struct phase_table {
+  int32_t stride, width;
+  int32_t *ids;
+} phase_table;
 
 static int check_tile(int *v) {
   if (*v == 0) *v = DEFAULT_TILE;
@@ -552,9 +653,9 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   b.tk = tile_k;
   b.tk_shift = -1;
   if ((tile_k & (tile_k - 1)) == 0) b.tk_shift = __builtin_ctz((unsigned)tile_k);
-  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL;
-  int64_t *row_seg_b = NULL;
-  splat__segment *segs_b = NULL;
+  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL, *dlen = NULL;
+  phase_table pt[PHASE_TABLES];
+  memset(pt, 0, sizeof pt);
   int64_t *bounds = NULL;
   gmap cm;
   memset(&cm, 0, sizeof cm);
@@ -591,120 +692,157 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
       }
   }
   out->regular_rows = nreg;
-  {
-    int64_t bnd[2] = {0, nreg};
-    b.row_seg = a->row_seg;
-    b.segs = a->segs;
-    if (!plan_order(&b, out->permuted ? out->perm : NULL, nreg, bnd, 1)) goto oom;
+  /* (a) identity order first, stopped at the first strided segment: most patterns have
+   * none, and then (a) is the plan. Irregular rows have no segments. */
+  const int64_t bnd_id[2] = {0, nreg};
+  b.row_seg = a->row_seg;
+  b.segs = a->segs;
+  b.stop_at_strided = 1;
+  if (!plan_order(&b, out->permuted ? out->perm : NULL, nreg, bnd_id, 1)) goto oom;
+  const int any_strided = b.saw_strided;
+  b.stop_at_strided = b.saw_strided = 0;
+  if (!any_strided) { /* (a) complete: the plan */
     builder_take(&b, out);
+    goto done;
   }
-
-  /* (b) rows regrouped by class, when some row has a strided dominant segment. */
-  if (b.any_strided) {
+  free(b.tiles); /* the incomplete plan */
+  b.tiles = NULL;
+  b.ntiles = b.nruns = 0;
+  b.full = b.pred = b.computed = 0;
+  /* Rows regrouped by class (b) are planned next, when the rows fall into more than one
+   * class (with one class the regrouped order is the identity order, tile for tile, and
+   * could never win); then (a) in full unless a bound shows that (b) wins. */
+  int have_alt = 0;
+  int32_t C = 0;
+  {
     cls = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *cls);
-    if (!cls || !gmap_init(&cm, 64)) goto oom;
-    splat__key_group mru_g[4];
-    int32_t mru_id[4];
-    int nmru = 0, next = 0;
-    int nontrivial = 0;
+    dlen = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *dlen);
+    if (!cls || !dlen || !gmap_init(&cm, 64)) goto oom;
+    int nontrivial = 0, npt = 0;
+    int32_t cd = 0, cq = 0;
     for (int64_t p = 0; p < nreg; p++) {
-      const splat__key_group g = row_class(a, out->perm[p]);
+      int64_t len;
+      const splat__key_group g = row_class(a, out->perm[p], &len, &cd, &cq);
       if (g.stride > 1) nontrivial = 1;
-      int32_t id = -1;
-      for (int c = 0; c < nmru; c++)
-        if (group_eq(g, mru_g[c])) {
-          id = mru_id[c];
-          break;
+      dlen[p] = (int32_t)len;
+      int32_t *slot = NULL; /* the class's entry in a phase table */
+      if (g.phase >= 0 && g.phase < g.stride && g.stride <= PHASE_TABLE_MAX_STRIDE) {
+        int k = 0;
+        while (k < npt && (pt[k].stride != g.stride || pt[k].width != g.width)) k++;
+        if (k == npt && npt < PHASE_TABLES) {
+          pt[k].ids = malloc((size_t)g.stride * sizeof *pt[k].ids);
+          if (!pt[k].ids) goto oom;
+          memset(pt[k].ids, 0xff, (size_t)g.stride * sizeof *pt[k].ids);
+          pt[k].stride = g.stride;
+          pt[k].width = g.width;
+          npt++;
         }
+        if (k < npt) slot = &pt[k].ids[g.phase];
+      }
+      int32_t id = slot ? *slot : -1;
       if (id < 0) {
         id = gmap_get(&cm, g);
         if (id < 0) goto oom;
-        mru_g[next] = g;
-        mru_id[next] = id;
-        next = (next + 1) & 3;
-        if (nmru < 4) nmru++;
+        if (slot) *slot = id;
       }
       cls[p] = id;
     }
-    if (nontrivial) {
-      const int32_t C = cm.n;
-      rank = malloc((size_t)C * sizeof *rank);
-      int32_t *ids = malloc((size_t)C * sizeof *ids);
-      gid_pair *pairs = malloc((size_t)C * sizeof *pairs);
-      bounds = calloc((size_t)C + 1, sizeof *bounds);
-      perm_b = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *perm_b);
-      if (!rank || !ids || !pairs || !bounds || !perm_b) {
-        free(ids);
-        free(pairs);
-        goto oom;
-      }
-      sort_ids(cm.by_id, C, ids, pairs);
-      for (int32_t r = 0; r < C; r++) rank[ids[r]] = r;
+    C = cm.n;
+    have_alt = nontrivial && C > 1;
+  }
+  if (have_alt) {
+    rank = malloc((size_t)C * sizeof *rank);
+    int32_t *ids = malloc((size_t)C * sizeof *ids);
+    gid_pair *pairs = malloc((size_t)C * sizeof *pairs);
+    bounds = calloc((size_t)C + 1, sizeof *bounds);
+    perm_b = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *perm_b);
+    if (!rank || !ids || !pairs || !bounds || !perm_b) {
       free(ids);
       free(pairs);
-      for (int64_t p = 0; p < nreg; p++) bounds[rank[cls[p]] + 1]++;
-      for (int32_t r = 0; r < C; r++) bounds[r + 1] += bounds[r];
-      /* Regrouped copies of the rows' segments, written class by class in one
-       * sequential pass over the rows, so the plan then reads them in order. */
-      {
-        int64_t *fill = malloc((size_t)C * sizeof *fill);
-        int64_t *sfill = calloc((size_t)C + 1, sizeof *sfill);
-        row_seg_b = malloc((size_t)(nreg + 1) * sizeof *row_seg_b);
-        const int64_t nseg_all = a->row_seg[seq_q];
-        segs_b = malloc((size_t)(nseg_all > 0 ? nseg_all : 1) * sizeof *segs_b);
-        if (!fill || !sfill || !row_seg_b || !segs_b) {
-          free(fill);
-          free(sfill);
-          goto oom;
-        }
-        for (int64_t p = 0; p < nreg; p++) {
-          const int64_t row = out->perm[p];
-          sfill[rank[cls[p]] + 1] += a->row_seg[row + 1] - a->row_seg[row];
-        }
-        for (int32_t r = 0; r < C; r++) sfill[r + 1] += sfill[r];
-        memcpy(fill, bounds, (size_t)C * sizeof *fill);
-        for (int64_t p = 0; p < nreg; p++) {
-          const int32_t c = rank[cls[p]];
-          const int64_t row = out->perm[p], pos = fill[c]++;
-          const int64_t s0 = a->row_seg[row], ns = a->row_seg[row + 1] - s0;
-          perm_b[pos] = (int32_t)row;
-          row_seg_b[pos] = sfill[c];
-          memcpy(segs_b + sfill[c], a->segs + s0, (size_t)ns * sizeof *segs_b);
-          sfill[c] += ns;
-        }
-        row_seg_b[nreg] = nreg > 0 ? sfill[C - 1] : 0;
-        free(fill);
-        free(sfill);
-      }
-      for (int64_t p = nreg; p < seq_q; p++) perm_b[p] = out->perm[p];
-      b.row_seg = row_seg_b;
-      b.segs = segs_b;
-      if (!plan_order(&b, NULL, nreg, bounds, C)) goto oom;
-      builder_take(&b, &alt);
-      if (alt.computed < out->computed) {
-        free(out->perm);
-        free(out->tiles);
-        free(out->runs);
-        out->perm = perm_b;
-        perm_b = NULL;
-        out->tiles = alt.tiles;
-        out->ntiles = alt.ntiles;
-        out->runs = alt.runs;
-        out->nruns = alt.nruns;
-        out->full_tiles = alt.full_tiles;
-        out->predicated_tiles = alt.predicated_tiles;
-        out->computed = alt.computed;
-        /* Regrouping may keep every row in place and only cut tiles differently. */
-        out->permuted = 0;
-        for (int64_t i = 0; i < seq_q; i++)
-          if (out->perm[i] != i) {
-            out->permuted = 1;
-            break;
-          }
-        alt.tiles = NULL;
-        alt.runs = NULL;
-      }
+      goto oom;
     }
+    sort_ids(cm.by_id, C, ids, pairs);
+    for (int32_t r = 0; r < C; r++) rank[ids[r]] = r;
+    free(ids);
+    free(pairs);
+    for (int64_t p = 0; p < nreg; p++) bounds[rank[cls[p]] + 1]++;
+    for (int32_t r = 0; r < C; r++) bounds[r + 1] += bounds[r];
+    {
+      int64_t *fill = malloc((size_t)C * sizeof *fill);
+      if (!fill) goto oom;
+      memcpy(fill, bounds, (size_t)C * sizeof *fill);
+      for (int64_t p = 0; p < nreg; p++) perm_b[fill[rank[cls[p]]]++] = out->perm[p];
+      free(fill);
+    }
+    for (int64_t p = nreg; p < seq_q; p++) perm_b[p] = out->perm[p];
+    b.row_seg = a->row_seg;
+    b.segs = a->segs;
+    if (!plan_order(&b, perm_b, nreg, bounds, C)) goto oom;
+    builder_take(&b, &alt);
+  }
+
+  /* (a) identity order, unless a lower bound on its work already exceeds the regrouped
+   * plan's (then (b) wins the comparison below whatever (a) would be). In each identity
+   * tile, every distinct non-trivial class is a group of the tile, and a row's dominant
+   * segment alone touches at least ceil(len / tile_k) key tiles of that group. */
+  int need_identity = 1;
+  if (have_alt) {
+    int32_t *seen = malloc((size_t)C * sizeof *seen);
+    int32_t *mx = malloc((size_t)C * sizeof *mx);
+    int32_t *list = malloc((size_t)C * sizeof *list);
+    if (!seen || !mx || !list) {
+      free(seen);
+      free(mx);
+      free(list);
+      goto oom;
+    }
+    for (int32_t c = 0; c < C; c++) seen[c] = -1;
+    int64_t lb = 0; /* key tiles */
+    int32_t tile = 0;
+    for (int64_t pb = 0; pb < nreg; pb += tile_q, tile++) {
+      const int64_t pe = pb + tile_q < nreg ? pb + tile_q : nreg;
+      int32_t nl = 0;
+      for (int64_t p = pb; p < pe; p++) {
+        if (dlen[p] <= 0) continue;
+        const int32_t c = cls[p];
+        if (seen[c] != tile) seen[c] = tile, mx[c] = 0, list[nl++] = c;
+        if (dlen[p] > mx[c]) mx[c] = dlen[p];
+      }
+      for (int32_t i = 0; i < nl; i++) lb += (mx[list[i]] + tile_k - 1) / tile_k;
+    }
+    free(seen);
+    free(mx);
+    free(list);
+    need_identity = !(lb * tile_q * tile_k > alt.computed);
+  }
+  if (need_identity) {
+    b.row_seg = a->row_seg;
+    b.segs = a->segs;
+    if (!plan_order(&b, out->permuted ? out->perm : NULL, nreg, bnd_id, 1)) goto oom;
+    builder_take(&b, out);
+  }
+  if (have_alt && (!need_identity || alt.computed < out->computed)) {
+    free(out->perm);
+    free(out->tiles);
+    free(out->runs);
+    out->perm = perm_b;
+    perm_b = NULL;
+    out->tiles = alt.tiles;
+    out->ntiles = alt.ntiles;
+    out->runs = alt.runs;
+    out->nruns = alt.nruns;
+    out->full_tiles = alt.full_tiles;
+    out->predicated_tiles = alt.predicated_tiles;
+    out->computed = alt.computed;
+    /* Regrouping may keep every row in place and only cut tiles differently. */
+    out->permuted = 0;
+    for (int64_t i = 0; i < seq_q; i++)
+      if (out->perm[i] != i) {
+        out->permuted = 1;
+        break;
+      }
+    alt.tiles = NULL;
+    alt.runs = NULL;
   }
   goto done;
 
@@ -718,11 +856,11 @@ done:
   gmap_free(&cm);
   free(alt.tiles);
   free(alt.runs);
-  free(row_seg_b);
-  free(segs_b);
   free(perm_b);
   free(rank);
   free(cls);
+  free(dlen);
+  for (int k = 0; k < PHASE_TABLES; k++) free(pt[k].ids);
   free(bounds);
   if (st != SPLAT_OK) splat__tile_plan_free(out);
   return st;
