@@ -97,14 +97,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 /* Gathers key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run,
                                   int64_t g0, int64_t ko, SPLAT_QK_T *stage) {
-  const SPLAT_QK_T *kp = (const SPLAT_QK_T *)P.k.data;
-  for (int c = threadIdx.x; c < SPLAT_KT * SPLAT_CHUNKS; c += SPLAT_THREADS) {
-    const int kk = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
-    const int64_t key = splat_group_key(run.phase, run.stride, run.width, g0 + kk);
-    const bool valid = key < P.pat.seq_k && ch * SPLAT_EPC < SPLAT_HEAD_DIM;
-    const SPLAT_QK_T *src = valid ? kp + ko + key * P.k.s2 + ch * SPLAT_EPC : kp;
-    splat_cp_async16(stage + kk * SPLAT_LDS + ch * SPLAT_EPC, src, valid);
-  }
+  splat_gather_keys<SPLAT_QK_T, SPLAT_EPC, SPLAT_CHUNKS, SPLAT_LDS, SPLAT_KT, SPLAT_THREADS>(
+      (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0, stage);
 }
 
 /* One staged score (raw bits of dtype SDT) of the staging tile. */

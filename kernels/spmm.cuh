@@ -86,14 +86,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 /* Gathers V rows of key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run &run,
                                  int64_t g0, int64_t vo, uint16_t *stage) {
-  const uint16_t *vp = (const uint16_t *)P.v.data;
-  for (int c = threadIdx.x; c < SPLAT_KT * SPLAT_CHUNKS; c += SPLAT_THREADS) {
-    const int kk = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
-    const int64_t key = splat_group_key(run.phase, run.stride, run.width, g0 + kk);
-    const bool valid = key < P.pat.seq_k && ch * 8 < SPLAT_HEAD_DIM;
-    const uint16_t *src = valid ? vp + vo + key * P.v.s2 + ch * 8 : vp;
-    splat_cp_async16(stage + kk * SPLAT_LDV + ch * 8, src, valid);
-  }
+  splat_gather_keys<uint16_t, 8, SPLAT_CHUNKS, SPLAT_LDV, SPLAT_KT, SPLAT_THREADS>(
+      (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0, stage);
 }
 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
