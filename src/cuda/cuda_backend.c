@@ -460,5 +460,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
-  return launch_op(plan, SPLAT__KOP_ATTENTION, 0, &prm.shape, &prm, stream);
+  return launch_op(plan, SPLAT__KOP_ATTENTION,
+                   tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v), &prm.shape, &prm,
+                   stream);
 }

@@ -38,7 +38,7 @@ const char *splat__kspec_template(splat__kop op) {
     case SPLAT__KOP_SPMM:
       return "spmm.cuh";
     default:
-      return "attention_simple.cuh";
+      return "attention_tile.cuh";
   }
 }
 
@@ -55,10 +55,11 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->stages = 2;
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
-   * for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q allows, so
+   * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q allows, so
    * 2-3 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
    * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). */
-  const int tile_op = (op == SPLAT__KOP_SDDMM) || (op == SPLAT__KOP_SPMM && dt != SPLAT_F32);
+  const int tile_op = (op == SPLAT__KOP_SDDMM) ||
+                      ((op == SPLAT__KOP_SPMM || op == SPLAT__KOP_ATTENTION) && dt != SPLAT_F32);
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
       tile_k % 16 == 0) {
     s->tile = 1;
@@ -67,6 +68,14 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
     while (tile_k % kt) kt /= 2;
     s->kt = kt;
     s->stages = dt == SPLAT_F32 ? 2 : 3;
+    /* Fused attention: 64-key sub-tiles carrying K and V; 3 stages up to head_dim 64,
+     * 2 above (shared memory: 2 CTAs per SM at head_dim 128). */
+    if (op == SPLAT__KOP_ATTENTION) {
+      kt = 64;
+      while (tile_k % kt) kt /= 2;
+      s->kt = kt;
+      s->stages = head_dim <= 64 ? 3 : 2;
+    }
   }
   if (op == SPLAT__KOP_SOFTMAX) s->head_dim = 0; /* softmax does not depend on it */
 }
@@ -98,7 +107,8 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
 
 int splat__kspec_tile_smem(const splat__kspec *s) {
   if (!s->tile) return 0;
-  /* Mirrors SPLAT_SDDMM_SMEM / SPLAT_SPMM_SMEM of kernels/sddmm.cuh, spmm.cuh. */
+  /* Mirrors SPLAT_SDDMM_SMEM / SPLAT_SPMM_SMEM / SPLAT_ATTN_SMEM of kernels/sddmm.cuh,
+   * spmm.cuh, attention_tile.cuh. */
   const int tq = 16 * s->warps;
   const int tables = s->stages * tq * (s->max_segs * IVAL_BYTES + 4) + tq * 4;
   if (s->op == SPLAT__KOP_SDDMM) {
@@ -108,6 +118,7 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
+  if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
   return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
 }
 

@@ -25,7 +25,7 @@ typedef struct splat__kspec {
   splat_dtype pdt; /* softmax only: probs out */
   int head_dim;
   int max_segs;  /* K of the plan: interval-table rows */
-  int tile;      /* 1: also the tensor-core tile kernel (sddmm, spmm; f16/bf16) */
+  int tile;      /* 1: also the tensor-core tile kernel (sddmm; spmm, attention f16/bf16) */
   int warps;     /* tile kernel: warps per CTA = tile_q / 16 */
   int tile_k;    /* the plan's key tile */
   int kt;        /* key sub-tile the tile kernel iterates (divides tile_k) */

@@ -5,7 +5,8 @@
  * poisoned with NaN bytes first; padding entries of value tensors must stay poisoned;
  * value-input padding is NaN too (never read). Tolerance: at most twice the error of a
  * naive same-dtype host implementation (fp32 accumulation, inputs and outputs rounded
- * to the dtype) against the same reference, plus 2^-20 x max|reference| (a floor for
+ * to the dtype; for attention the scores and probabilities too, as softmax(Q K^T) V in
+ * that dtype computes them) against the same reference, plus 2^-20 x max|reference| (a floor for
  * the case where the naive result happens to be exact). NaN never passes. Shapes: batch
  * 1 with 2 query heads over 1 KV head everywhere, plus batch 2 with 4 over 2 KV heads in
  * strided [B,S,H,D] storage at 333x1000. The host reference runs on every core
@@ -399,18 +400,26 @@ static void ref_attention(void *ctx, int64_t begin, int64_t end, int tid) {
       if (s[e] > mx) mx = s[e];
       if (sf[e] > mf) mf = sf[e];
     }
+    /* The naive output rounds scores and probabilities to the dtype (what softmax(Q K^T)
+     * V computes in that dtype); its lse keeps the fp32 scores. */
+    const float mr = (float)round_dt(mf, k->dt);
+    float sumr = 0;
+    for (int64_t e = 0; e < n; e++) {
+      sumf += expf(sf[e] - mf);
+      sumr += expf((float)round_dt(sf[e], k->dt) - mr);
+    }
     for (int64_t d = 0; d < D; d++) accd[d] = 0, accf[d] = 0;
     for (int64_t e = 0; e < n; e++) {
       const double p = exp(s[e] - mx);
-      const float pf = expf(sf[e] - mf);
-      sum += p, sumf += pf;
+      const float pf = (float)round_dt(expf((float)round_dt(sf[e], k->dt) - mr) / sumr, k->dt);
+      sum += p;
       const double *vj = k->vd + (hk * k->sk + m->cols[m->rowp[i] + e]) * D;
       for (int64_t d = 0; d < D; d++) accd[d] += p * vj[d], accf[d] += pf * (float)vj[d];
     }
     const int64_t b = bh / k->c.H, h = bh % k->c.H;
     for (int64_t d = 0; d < D; d++) {
       const double ref = n ? accd[d] / sum : 0.0;
-      const double nv2 = n ? round_dt(accf[d] / sumf, k->dt) : 0.0;
+      const double nv2 = n ? round_dt(accf[d], k->dt) : 0.0;
       accumulate(a, 0, get(k->o, k->dt, at(k, b, h, k->c.H, k->sq, i, d)), ref, nv2);
     }
     const double lgot = k->lse[bh * k->sq + i];

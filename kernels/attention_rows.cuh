@@ -1,6 +1,7 @@
-/* attention_simple.cuh — the baseline fused attention forward: O = softmax(scale Q K^T) V
- * under the mask, with the natural log-sum-exp. Correctness first; the Hopper fused
- * kernel will replace it.
+/* attention_rows.cuh — the row kernel of the fused attention forward: O = softmax(scale
+ * Q K^T) V under the mask, with the natural log-sum-exp, one row at a time. It serves the
+ * irregular remainder, f32 inputs and layouts the tile kernel (attention_tile.cuh) does
+ * not take.
  *
  * SPLAT_ATTN_ROWS_NAME: one warp per (row, batch*head), any dtype, any strides. The Q
  * row lives in shared memory as fp32 pre-multiplied by scale * log2(e). The row's
@@ -12,6 +13,9 @@
  * Prelude: SPLAT_DT (Q, K, V, O), SPLAT_HEAD_DIM, SPLAT_ROW_WARPS, the kernel name. */
 
 #include "common.cuh"
+
+#ifndef SPLAT_KERNELS_ATTENTION_ROWS_CUH
+#define SPLAT_KERNELS_ATTENTION_ROWS_CUH
 
 #define SPLAT_ADC ((SPLAT_HEAD_DIM + 31) / 32)
 
@@ -85,3 +89,5 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
     }
   }
 }
+
+#endif

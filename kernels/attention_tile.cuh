@@ -1,0 +1,283 @@
+/* attention_tile.cuh — the fused attention forward on tensor cores (portable mma.sync path,
+ * sm_80+): O = softmax(scale Q K^T) V over the plan's query tiles and key runs, never
+ * writing the scores, plus the natural log-sum-exp. The row kernel of attention_rows.cuh
+ * takes the irregular remainder.
+ *
+ * SPLAT_ATTN_TILE_NAME (f16/bf16): one CTA of SPLAT_WARPS warps per (query tile row block,
+ * batch*head); warp w owns rows [16w, 16w+16) of the block. The block's Q rows (permuted
+ * order) are gathered into shared memory once. One cp.async pipeline walks the key
+ * sub-tiles of SPLAT_KT gathered keys of all the tile's runs (pipeline.cuh), each stage
+ * holding the sub-tile's K and V rows. Per sub-tile and warp: S = Q K^T on mma.sync
+ * m16n8k16 (fp32), scaled to base-2 logits; in predicated runs each element is kept iff
+ * its gathered key lies in one of the row's intervals for the run's group (the closed
+ * form of the row's segments; full runs evaluate no predicate); the online softmax
+ * (FlashAttention-2: running max and sum per row, O rescaled when the max moves) turns S
+ * into P in registers, and P, rounded to the input dtype, is the A operand of O += P V
+ * directly (the m16n8 accumulator layout is the m16n8k16 A layout). A warp skips a
+ * sub-tile none of its rows touches. O is divided by the row sum once at the end and
+ * written to the original rows; rows with no entries get zeros and lse = -inf.
+ *
+ * Prelude: SPLAT_DT (Q, K, V, O), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS, SPLAT_WARPS, SPLAT_KT,
+ * SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, and the two kernel names. */
+
+#include "attention_rows.cuh"
+#include "common.cuh"
+#include "pipeline.cuh"
+
+#if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
+
+#define SPLAT_DP ((SPLAT_HEAD_DIM + 15) / 16 * 16) /* head_dim padded to 16 */
+#define SPLAT_LD (SPLAT_DP + 8)                    /* shared Q/K/V row stride (halves) */
+#define SPLAT_TQ (16 * SPLAT_WARPS)
+#define SPLAT_THREADS (32 * SPLAT_WARPS)
+#define SPLAT_CHUNKS (SPLAT_DP / 8)
+#define SPLAT_NJ (SPLAT_KT / 8) /* n8 tiles of a key sub-tile */
+/* Q fragments stay in registers up to head_dim 64 (16 registers); above, they are read
+ * from shared memory per k step so O's accumulator (head_dim / 2 registers) fits. */
+#define SPLAT_QREG (SPLAT_DP <= 64)
+#define SPLAT_MIN_CTAS (SPLAT_DP <= 64 ? 3 : 2)
+
+/* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): Q, the
+ * K + V ring, STAGES interval tables + counts, row ids. */
+#define SPLAT_ATTN_SMEM                                                          \
+  ((SPLAT_TQ + 2 * SPLAT_STAGES * SPLAT_KT) * SPLAT_LD * 2 +                     \
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
+
+extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
+    SPLAT_ATTN_TILE_NAME(const splat_attention_params P) {
+  extern __shared__ __align__(16) unsigned char splat_smem[];
+  uint16_t *sQ = (uint16_t *)splat_smem;
+  uint16_t *sKV = sQ + SPLAT_TQ * SPLAT_LD; /* stage s: K rows, then V rows */
+  splat_ival *sIv = (splat_ival *)(sKV + 2 * SPLAT_STAGES * SPLAT_KT * SPLAT_LD);
+  int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
+  int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
+
+  int ti, rblock, bh0;
+  splat_tile_block(ti, rblock, bh0);
+  const splat_dev_tile tile = P.pat.tiles[ti];
+  const int rb = rblock * SPLAT_TQ;
+  const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  if (nrows <= 0) return;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t BH = P.shape.batch * P.shape.heads;
+  const bool warp_active = 16 * warp < nrows;
+  const uint16_t *qp = (const uint16_t *)P.q.data;
+  if (threadIdx.x < SPLAT_TQ) {
+    sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
+  }
+  const int nsub = SPLAT_TILE_K / SPLAT_KT;
+
+  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
+    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    const int64_t hk = h / P.shape.heads_per_kv;
+    const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
+
+    __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
+    for (int c = threadIdx.x; c < SPLAT_TQ * SPLAT_CHUNKS; c += SPLAT_THREADS) {
+      const int r = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
+      const bool valid = r < nrows && ch * 8 < SPLAT_HEAD_DIM;
+      const uint16_t *src = qp;
+      if (valid) src = qp + splat_off(P.q, b, h, sRow[r]) + ch * 8;
+      splat_cp_async16(sQ + r * SPLAT_LD + ch * 8, src, valid);
+    }
+    splat_cp_async_commit();
+
+    splat_pipe pipe = {0, 0, 0};
+    auto issue = [&]() {
+      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+          pipe, P.pat, tile, nrows, nsub, sRow, sIv, sNiv,
+          [&](const splat_dev_run &run, int64_t g0, int s) {
+            uint16_t *st = sKV + s * 2 * SPLAT_KT * SPLAT_LD;
+            splat_gather_keys<uint16_t, 8, SPLAT_CHUNKS, SPLAT_LD, SPLAT_KT, SPLAT_THREADS>(
+                (const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0, st);
+            splat_gather_keys<uint16_t, 8, SPLAT_CHUNKS, SPLAT_LD, SPLAT_KT, SPLAT_THREADS>(
+                (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0, st + SPLAT_KT * SPLAT_LD);
+          });
+    };
+#pragma unroll
+    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
+
+    float o[SPLAT_DP / 8][4];
+#pragma unroll
+    for (int j = 0; j < SPLAT_DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m[2] = {SPLAT_NEG_INF, SPLAT_NEG_INF}, l[2] = {0.f, 0.f}; /* rows g, g + 8 */
+#if SPLAT_QREG
+    uint32_t qf[SPLAT_DP / 16][4];
+#endif
+
+    int ci = 0, cs = 0, it = 0;
+    while (ci < tile.nruns) {
+      issue();
+      splat_cp_async_wait<SPLAT_STAGES - 1>();
+      __syncthreads(); /* sub-tile `it`, its run's tables and (first time) Q are in */
+      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+      const int32_t g0 = run.base + cs * SPLAT_KT;
+      const int tb = ci % SPLAT_STAGES;
+#if SPLAT_QREG
+      if (it == 0 && warp_active) {
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+          splat_ldmatrix_x4(qf[kk], sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
+        }
+      }
+#endif
+      /* Does any row of this warp have an entry in this sub-tile? */
+      bool touched = !run.predicate;
+      if (run.predicate && warp_active && lane < 16) {
+        const int r = 16 * warp + lane;
+        const int niv = sNiv[tb * SPLAT_TQ + r];
+        const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+        for (int q = 0; q < niv; q++) {
+          const int4 v = *(const int4 *)(iv + q);
+          touched = touched || (v.x < g0 + SPLAT_KT && v.y >= g0);
+        }
+      }
+      if (warp_active && __any_sync(0xffffffffu, touched)) {
+        const uint16_t *sk = sKV + (it % SPLAT_STAGES) * 2 * SPLAT_KT * SPLAT_LD;
+        const uint16_t *sv = sk + SPLAT_KT * SPLAT_LD;
+        float s[SPLAT_NJ][4];
+#pragma unroll
+        for (int j = 0; j < SPLAT_NJ; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+#if SPLAT_QREG
+          const uint32_t *a = qf[kk];
+#else
+          uint32_t a[4];
+          splat_ldmatrix_x4(a, sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
+#endif
+#pragma unroll
+          for (int j = 0; j < SPLAT_NJ; j += 2) {
+            uint32_t bq[4];
+            const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
+            splat_ldmatrix_x4(bq, sk + key * SPLAT_LD + kk * 16 + ((lane >> 3) & 1) * 8);
+            const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+            splat_mma16816<SPLAT_DT>(s[j], a, b0);
+            splat_mma16816<SPLAT_DT>(s[j + 1], a, b1);
+          }
+        }
+        /* Base-2 logits; in predicated runs, entries outside the row's intervals -> -inf
+         * (rows past nrows have no intervals). */
+#pragma unroll
+        for (int j = 0; j < SPLAT_NJ; j++) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) s[j][e] *= P.scale_log2;
+        }
+        if (run.predicate) {
+#pragma unroll
+          for (int hf = 0; hf < 2; hf++) {
+            const int r = 16 * warp + g + 8 * hf;
+            const int niv = sNiv[tb * SPLAT_TQ + r];
+            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+            uint32_t keep = 0u; /* bit 2j + e: column g0 + 8j + 2t + e */
+            for (int q = 0; q < niv; q++) {
+              const int4 v = *(const int4 *)(iv + q);
+#pragma unroll
+              for (int j = 0; j < SPLAT_NJ; j++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                  const int c = g0 + 8 * j + 2 * t + e;
+                  if (c >= v.x && c <= v.y) keep |= 1u << (2 * j + e);
+                }
+              }
+            }
+#pragma unroll
+            for (int j = 0; j < SPLAT_NJ; j++) {
+#pragma unroll
+              for (int e = 0; e < 2; e++) {
+                if (!((keep >> (2 * j + e)) & 1u)) s[j][2 * hf + e] = SPLAT_NEG_INF;
+              }
+            }
+          }
+        }
+        /* Online softmax per row half (rows g and g + 8), reductions over the quad. */
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+          float mx = m[hf];
+#pragma unroll
+          for (int j = 0; j < SPLAT_NJ; j++) mx = fmaxf(mx, fmaxf(s[j][2 * hf], s[j][2 * hf + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          /* All entries so far masked: keep exponents finite (every p is 0). */
+          const float base = mx == SPLAT_NEG_INF ? 0.f : mx;
+          const float alpha = exp2f(m[hf] - base);
+          m[hf] = mx;
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < SPLAT_NJ; j++) {
+            s[j][2 * hf] = exp2f(s[j][2 * hf] - base);
+            s[j][2 * hf + 1] = exp2f(s[j][2 * hf + 1] - base);
+            sum += s[j][2 * hf] + s[j][2 * hf + 1];
+          }
+          l[hf] = l[hf] * alpha + sum; /* this thread's columns; the quad sums at the end */
+#pragma unroll
+          for (int j = 0; j < SPLAT_DP / 8; j++) {
+            o[j][2 * hf] *= alpha;
+            o[j][2 * hf + 1] *= alpha;
+          }
+        }
+        /* O += P V: P's accumulator pairs are the A fragments of m16n8k16. */
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+          uint32_t a[4];
+          a[0] = splat_pack2<SPLAT_DT>(s[2 * kk][0], s[2 * kk][1]);
+          a[1] = splat_pack2<SPLAT_DT>(s[2 * kk][2], s[2 * kk][3]);
+          a[2] = splat_pack2<SPLAT_DT>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+          a[3] = splat_pack2<SPLAT_DT>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+          for (int j = 0; j < SPLAT_DP / 8; j += 2) {
+            uint32_t bv[4];
+            splat_ldmatrix_x4_trans(bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
+            const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
+            splat_mma16816<SPLAT_DT>(o[j], a, b0);
+            splat_mma16816<SPLAT_DT>(o[j + 1], a, b1);
+          }
+        }
+      }
+      __syncthreads(); /* stage `it` may be refilled */
+      it++;
+      if (++cs == run.ntiles * nsub) {
+        ci++;
+        cs = 0;
+      }
+    }
+    /* Drain the empty groups still counted, so the next (b, h) starts clean. */
+    splat_cp_async_wait<0>();
+
+    /* O / l and the log-sum-exp, to the original rows (all rows of the block). */
+    if (warp_active) {
+#pragma unroll
+      for (int hf = 0; hf < 2; hf++) {
+        float lt = l[hf];
+        lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+        lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+        const int r = 16 * warp + g + 8 * hf;
+        if (r < nrows) {
+          const float inv = lt > 0.f ? 1.f / lt : 0.f;
+          const int64_t oo = splat_off(P.out, b, h, sRow[r]);
+          const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+#pragma unroll
+          for (int j = 0; j < SPLAT_DP / 8; j++) {
+            const int d = 8 * j + 2 * t;
+            if (pair && d + 1 < SPLAT_HEAD_DIM) {
+              *(uint32_t *)((uint16_t *)P.out.data + oo + d) =
+                  splat_pack2<SPLAT_DT>(o[j][2 * hf] * inv, o[j][2 * hf + 1] * inv);
+            } else {
+#pragma unroll
+              for (int e = 0; e < 2; e++) {
+                if (d + e < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + e) * P.out.s3, o[j][2 * hf + e] * inv);
+              }
+            }
+          }
+          if (P.lse.data && t == 0) {
+            ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
+                lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+          }
+        }
+      }
+    }
+  }
+}
+
+#endif
