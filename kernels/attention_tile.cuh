@@ -88,11 +88,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
           pipe, P.pat, tile, nrows, nsub, sRow, sIv, sNiv,
           [&](const splat_dev_run &run, int64_t g0, int s) {
-            uint16_t *st = sKV + s * 2 * SPLAT_KT * SPLAT_LD;
-            splat_gather_keys<uint16_t, 8, SPLAT_CHUNKS, SPLAT_LD, SPLAT_KT, SPLAT_THREADS>(
-                (const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0, st);
-            splat_gather_keys<uint16_t, 8, SPLAT_CHUNKS, SPLAT_LD, SPLAT_KT, SPLAT_THREADS>(
-                (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0, st + SPLAT_KT * SPLAT_LD);
+            uint16_t *sk = sKV + s * 2 * SPLAT_KT * SPLAT_LD, *sv = sk + SPLAT_KT * SPLAT_LD;
+            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+                (const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+                [&](int kk, int ch) { return sk + kk * SPLAT_LD + ch * 8; });
+            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+                (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
+                [&](int kk, int ch) { return sv + kk * SPLAT_LD + ch * 8; });
           });
     };
 #pragma unroll

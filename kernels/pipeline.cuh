@@ -59,18 +59,21 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
 }
 
 /* Gathers the rows of gathered keys g0 .. g0 + KT of a run from a [.., seq_k, head_dim]
- * tensor (element offset `off` of the batch and head, row stride s2) into a shared stage
- * of row pitch LD elements, one 16-byte cp.async per chunk of EPC elements; keys past
- * seq_k and chunks past SPLAT_HEAD_DIM are zero-filled. K for R-SDDMM, V for R-SpMM. */
-template <typename T, int EPC, int CHUNKS, int LD, int KT, int THREADS>
+ * tensor (element offset `off` of the batch and head, row stride s2) into a shared stage,
+ * one 16-byte cp.async per chunk of 16 / sizeof(T) elements; dst(kk, ch) is the shared
+ * address of chunk ch of gathered row kk (a padded row-major stage, or a swizzled one for
+ * wgmma). Keys past seq_k and chunks past SPLAT_HEAD_DIM are zero-filled. K for R-SDDMM,
+ * V for R-SpMM, both for the fused attention. */
+template <int CHUNKS, int KT, int THREADS, typename T, class Dst>
 SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t seq_k,
-                                 const splat_dev_run &run, int64_t g0, T *stage) {
+                                 const splat_dev_run &run, int64_t g0, const Dst &dst) {
+  constexpr int EPC = 16 / (int)sizeof(T);
   for (int c = threadIdx.x; c < KT * CHUNKS; c += THREADS) {
     const int kk = c / CHUNKS, ch = c % CHUNKS;
     const int64_t key = splat_group_key(run.phase, run.stride, run.width, g0 + kk);
     const bool valid = key < seq_k && ch * EPC < SPLAT_HEAD_DIM;
     const T *src = valid ? base + off + key * s2 + ch * EPC : base;
-    splat_cp_async16(stage + kk * LD + ch * EPC, src, valid);
+    splat_cp_async16(dst(kk, ch), src, valid);
   }
 }
 

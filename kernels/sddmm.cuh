@@ -97,8 +97,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 /* Gathers key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run,
                                   int64_t g0, int64_t ko, SPLAT_QK_T *stage) {
-  splat_gather_keys<SPLAT_QK_T, SPLAT_EPC, SPLAT_CHUNKS, SPLAT_LDS, SPLAT_KT, SPLAT_THREADS>(
-      (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0, stage);
+  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+      (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+      [&](int kk, int ch) { return stage + kk * SPLAT_LDS + ch * SPLAT_EPC; });
 }
 
 /* One staged score (raw bits of dtype SDT) of the staging tile. */

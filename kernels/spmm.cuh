@@ -86,8 +86,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 /* Gathers V rows of key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run &run,
                                  int64_t g0, int64_t vo, uint16_t *stage) {
-  splat_gather_keys<uint16_t, 8, SPLAT_CHUNKS, SPLAT_LDV, SPLAT_KT, SPLAT_THREADS>(
-      (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0, stage);
+  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+      (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
+      [&](int kk, int ch) { return stage + kk * SPLAT_LDV + ch * 8; });
 }
 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)

@@ -57,15 +57,18 @@ static void *worker(void *arg) {
   }
 }
 
+static void add_arch(const splat__kspec *s, const char *arch) {
+  job *jb = &jobs[njobs++];
+  memset(jb, 0, sizeof *jb);
+  jb->spec = *s;
+  jb->arch = arch;
+  splat_status st = splat__kspec_source(s, &jb->src);
+  CHECK(st == SPLAT_OK);
+}
+
+/* A spec for both archs; the wgmma attention spec (sm_90a only) is added by the caller. */
 static void add(const splat__kspec *s) {
-  for (int a = 0; a < 2; a++) {
-    job *jb = &jobs[njobs++];
-    memset(jb, 0, sizeof *jb);
-    jb->spec = *s;
-    jb->arch = archs[a];
-    splat_status st = splat__kspec_source(s, &jb->src);
-    CHECK(st == SPLAT_OK);
-  }
+  for (int a = 0; a < 2; a++) add_arch(s, archs[a]);
 }
 
 static void report(const job *jb, const char *name, int dyn_smem) {
@@ -88,7 +91,7 @@ int main(void) {
     printf("0 passed, 0 failed, 1 skipped\n");
     return 0;
   }
-  jobs = calloc(2 * (3 * 4 * 3 + 3), sizeof *jobs);
+  jobs = calloc(2 * (3 * 4 * 3 + 3) + 3 * 4, sizeof *jobs);
   for (int t = 0; t < 3; t++) {
     splat__kspec s;
     splat__kspec_init(&s, SPLAT__KOP_SOFTMAX, dts[t], dts[t], dts[t], 0, SPLAT_MAX_SEGMENTS, 128,
@@ -100,6 +103,7 @@ int main(void) {
         splat__kspec_init(&s, ops[o], dts[t], dts[t], dts[t], dims[d], SPLAT_MAX_SEGMENTS, 128,
                           128);
         add(&s);
+        if (splat__kspec_use_wgmma(&s)) add_arch(&s, "sm_90a");
       }
     }
   }

@@ -631,7 +631,7 @@ static int cmd_codegen(int argc, char **argv) {
    * here: every tile kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
   splat__kspec specs[SPLAT__KOP_COUNT];
   splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, splat__kspec_table_segs(&rep),
-                    rep.tile_q, rep.tile_k, 0);
+                    rep.tile_q, rep.tile_k, 0, arch);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
       "key runs\n",

@@ -237,7 +237,7 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
-                    d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin);
+                    d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch);
   const double t0 = splat__now_ms();
   splat__kcompiled k[SPLAT__KOP_COUNT];
   splat_status st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);

@@ -29,6 +29,10 @@ static const char *op_name(splat__kop op) {
   }
 }
 
+static const char *spec_template(const splat__kspec *s) {
+  return s->wgmma ? "attention_wgmma.cuh" : splat__kspec_template(s->op);
+}
+
 const char *splat__kspec_template(splat__kop op) {
   switch (op) {
     case SPLAT__KOP_SDDMM:
@@ -55,8 +59,8 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->stages = 2;
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
-   * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q allows, so
-   * 2-3 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
+   * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q
+   * allows, so 2-3 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
    * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). */
   const int tile_op = (op == SPLAT__KOP_SDDMM) ||
                       ((op == SPLAT__KOP_SPMM || op == SPLAT__KOP_ATTENTION) && dt != SPLAT_F32);
@@ -97,7 +101,10 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
   } else {
     snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
   }
-  if (s->tile) {
+  if (s->tile && s->wgmma) {
+    snprintf(tile, cap, "splat_attn_wgmma_%s_d%d_q64_k%d_kt%d_s%d_seg%d", dname(s->dt), s->head_dim,
+             s->tile_k, s->kt, s->stages, s->max_segs);
+  } else if (s->tile) {
     snprintf(tile, cap, "splat_%s_tile_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on, dname(s->dt),
              dname(s->vdt), s->head_dim, 16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
   } else if (cap) {
@@ -108,7 +115,7 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
 int splat__kspec_tile_smem(const splat__kspec *s) {
   if (!s->tile) return 0;
   /* Mirrors SPLAT_SDDMM_SMEM / SPLAT_SPMM_SMEM / SPLAT_ATTN_SMEM of kernels/sddmm.cuh,
-   * spmm.cuh, attention_tile.cuh. */
+   * spmm.cuh, attention_tile.cuh and attention_wgmma.cuh (64 rows, swizzled tiles). */
   const int tq = 16 * s->warps;
   const int tables = s->stages * tq * (s->max_segs * IVAL_BYTES + 4) + tq * 4;
   if (s->op == SPLAT__KOP_SDDMM) {
@@ -118,6 +125,7 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
+  if (s->wgmma) return 1024 + (64 + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
   return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
 }
@@ -126,11 +134,21 @@ static int dcode(splat_dtype d) {
   return d == SPLAT_F32 ? 0 : d == SPLAT_F16 ? 1 : 2;
 }
 
+int splat__kspec_use_wgmma(splat__kspec *s) {
+  if (s->op != SPLAT__KOP_ATTENTION || !s->tile || (s->head_dim != 64 && s->head_dim != 128) ||
+      s->kt != 64)
+    return 0;
+  s->wgmma = 1;
+  s->warps = 4;
+  return 1;
+}
+
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin) {
+                       int tile_k, int smem_optin, const char *arch) {
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
+    if (arch && !strcmp(arch, "sm_90a")) splat__kspec_use_wgmma(s);
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   }
 }
@@ -154,9 +172,14 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   char tile_words[400] = "";
   if (s->tile) {
     snprintf(tile_words, sizeof tile_words,
-             "; tensor-core tile kernel %s (%d warps = %d query rows per CTA, key tile %d in "
-             "sub-tiles of %d keys, %d shared-memory stages, %d bytes of dynamic shared memory)",
-             tile, s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
+             "; tensor-core tile kernel %s on %s (%d warps = %d query rows per CTA, key tile %d "
+             "in sub-tiles of %d keys, %d shared-memory stages, %d bytes of dynamic shared "
+             "memory)",
+             tile,
+             s->wgmma             ? "wgmma (sm_90a)"
+             : s->dt == SPLAT_F32 ? "3xTF32 mma.sync"
+                                  : "mma.sync",
+             s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
   }
   snprintf(comment, sizeof comment,
            "splat generated kernel source: %s for %s inputs, %s values%s%s, head_dim %d, up to "
@@ -197,5 +220,5 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
     defs[n].name = "SPLAT_NO_TILE";
     defs[n++].value = "1";
   }
-  return splat__codegen(splat__kspec_template(s->op), defs, n, comment, out);
+  return splat__codegen(spec_template(s), defs, n, comment, out);
 }

@@ -31,6 +31,7 @@ typedef struct splat__kspec {
   int kt;        /* key sub-tile the tile kernel iterates (divides tile_k) */
   int stages;    /* shared-memory stages of the key/value gather */
   int row_warps; /* row kernel: warps (rows) per CTA */
+  int wgmma;     /* attention: the tile kernel is the sm_90a wgmma one (attention_wgmma.cuh) */
 } splat__kspec;
 
 /* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
@@ -60,12 +61,17 @@ static inline int splat__kspec_row_threads(const splat__kspec *s) {
 /* The template file of an op ("sddmm.cuh", ...). */
 const char *splat__kspec_template(splat__kop op);
 
+/* Switches an attention spec with a tile kernel to the sm_90a wgmma kernel when it
+ * qualifies (head_dim 64 or 128, 64-key sub-tiles); returns 1 when it did. */
+int splat__kspec_use_wgmma(splat__kspec *s);
+
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
- * and values of dtype dt: splat__kspec_init of each op, then the tile kernel dropped
- * where its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit;
- * 0 = no limit). specs: host array of SPLAT__KOP_COUNT. */
+ * and values of dtype dt: splat__kspec_init of each op, the wgmma attention kernel when
+ * arch is "sm_90a", then the tile kernel dropped where its dynamic shared memory exceeds
+ * smem_optin bytes (the device's opt-in limit; 0 = no limit). specs: host array of
+ * SPLAT__KOP_COUNT; arch: host string such as "sm_90a". */
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin);
+                       int tile_k, int smem_optin, const char *arch);
 
 /* The program name of a spec's source in compile logs, the cache and dumps: the row
  * kernel's name + ".cu". buf: host, cap chars. */

@@ -1,0 +1,251 @@
+/* attention_wgmma.cuh — the fused attention forward on Hopper (sm_90a): the shape of
+ * attention_tile.cuh with both products on wgmma. The row kernel of attention_rows.cuh
+ * takes the irregular remainder.
+ *
+ * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64 or 128): one CTA = one warpgroup (4 warps)
+ * per (query tile row block of 64 rows, batch*head). Q, and each ring stage's gathered K
+ * and V rows, sit in shared memory in the 128-byte-swizzle layout wgmma reads
+ * (wgmma.cuh): cp.async gathers any key group (dilated and strided keys are addresses,
+ * not masks) and each thread fences its copies into the async proxy before the barrier.
+ * Per 64-key sub-tile: S = Q K^T by wgmma m64n64k16 with both operands in shared memory
+ * (K-major); the mask predicate only on predicated runs (the row's intervals of the run's
+ * group, as in attention_tile.cuh); the online softmax in registers; P rounded to the
+ * input dtype straight from the S accumulator registers is the register A operand of
+ * O += P V (wgmma m64n{64,128}k16, V MN-major through the transpose bit). The CTA skips a
+ * predicated sub-tile no row of its block touches. O / l and the log-sum-exp go to the
+ * original rows; rows without entries get zeros and -inf.
+ *
+ * Prelude: as attention_tile.cuh, plus SPLAT_WGMMA_PATH (this file is the template). */
+
+#include "attention_rows.cuh"
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "wgmma.cuh"
+
+#if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
+
+#define SPLAT_TQ 64      /* query rows per CTA: one warpgroup */
+#define SPLAT_THREADS 128
+#define SPLAT_DP SPLAT_HEAD_DIM /* 64 or 128: whole 64-column panels */
+#define SPLAT_CHUNKS (SPLAT_DP / 8)
+#define SPLAT_NS (SPLAT_KT / 2)  /* S accumulator registers per thread */
+#define SPLAT_NO (SPLAT_DP / 2)  /* O accumulator registers per thread */
+#define SPLAT_TILE_BYTES(rows) ((rows) * SPLAT_DP * 2)
+#define SPLAT_MIN_CTAS (SPLAT_DP <= 64 ? 3 : 2)
+
+/* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, Q,
+ * STAGES x (K, V), interval tables + counts, row ids. */
+#define SPLAT_ATTN_SMEM                                                                  \
+  (1024 + SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
+
+extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
+    SPLAT_ATTN_TILE_NAME(const splat_attention_params P) {
+  extern __shared__ __align__(16) unsigned char splat_smem[];
+  /* Swizzled tiles need 1024-byte alignment of their shared addresses. */
+  const uint32_t base_addr = splat_smem_addr(splat_smem);
+  unsigned char *sbase = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
+  unsigned char *sQ = sbase;
+  unsigned char *sKV = sQ + SPLAT_TILE_BYTES(SPLAT_TQ); /* stage s: K tile, then V tile */
+  splat_ival *sIv = (splat_ival *)(sKV + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT));
+  int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
+  int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
+  const uint32_t q_addr = splat_smem_addr(sQ), kv_addr = splat_smem_addr(sKV);
+
+  int ti, rblock, bh0;
+  splat_tile_block(ti, rblock, bh0);
+  const splat_dev_tile tile = P.pat.tiles[ti];
+  const int rb = rblock * SPLAT_TQ;
+  const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  if (nrows <= 0) return;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int64_t BH = P.shape.batch * P.shape.heads;
+  const uint16_t *qp = (const uint16_t *)P.q.data;
+  if (threadIdx.x < SPLAT_TQ) {
+    sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
+  }
+  const int nsub = SPLAT_TILE_K / SPLAT_KT;
+
+  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
+    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    const int64_t hk = h / P.shape.heads_per_kv;
+    const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
+
+    __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
+    for (int c = threadIdx.x; c < SPLAT_TQ * SPLAT_CHUNKS; c += SPLAT_THREADS) {
+      const int r = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
+      const bool valid = r < nrows;
+      const uint16_t *src = valid ? qp + splat_off(P.q, b, h, sRow[r]) + ch * 8 : qp;
+      splat_cp_async16(sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch), src, valid);
+    }
+    splat_cp_async_commit();
+
+    splat_pipe pipe = {0, 0, 0};
+    auto issue = [&]() {
+      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+          pipe, P.pat, tile, nrows, nsub, sRow, sIv, sNiv,
+          [&](const splat_dev_run &run, int64_t g0, int s) {
+            unsigned char *sk = sKV + s * 2 * SPLAT_TILE_BYTES(SPLAT_KT);
+            unsigned char *sv = sk + SPLAT_TILE_BYTES(SPLAT_KT);
+            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+                (const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+                [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
+            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+                (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
+                [&](int kk, int ch) { return sv + splat_sw128_tile_off_mn<SPLAT_KT>(kk, ch); });
+          });
+    };
+#pragma unroll
+    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
+
+    float o[SPLAT_NO];
+#pragma unroll
+    for (int i = 0; i < SPLAT_NO; i++) o[i] = 0.f;
+    float m[2] = {SPLAT_NEG_INF, SPLAT_NEG_INF}, l[2] = {0.f, 0.f}; /* rows g, g + 8 */
+
+    int ci = 0, cs = 0, it = 0;
+    while (ci < tile.nruns) {
+      issue();
+      splat_cp_async_wait<SPLAT_STAGES - 1>();
+      splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
+      __syncthreads();           /* sub-tile `it`, its run's tables and Q are in */
+      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+      const int32_t g0 = run.base + cs * SPLAT_KT;
+      const int tb = ci % SPLAT_STAGES;
+      /* Predicated runs: does any row of the block have an entry in this sub-tile? */
+      bool touched = true;
+      if (run.predicate) {
+        bool mine = false;
+        if (threadIdx.x < SPLAT_TQ) {
+          const int r = threadIdx.x;
+          const int niv = sNiv[tb * SPLAT_TQ + r];
+          const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+          for (int q = 0; q < niv; q++) {
+            const int4 v = *(const int4 *)(iv + q);
+            mine = mine || (v.x < g0 + SPLAT_KT && v.y >= g0);
+          }
+        }
+        touched = __syncthreads_or(mine) != 0;
+      }
+      if (touched) {
+        const uint32_t k_addr = kv_addr + (uint32_t)((it % SPLAT_STAGES) * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
+        const uint32_t v_addr = k_addr + SPLAT_TILE_BYTES(SPLAT_KT);
+        float s[SPLAT_NS];
+        splat_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+          splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr, kk),
+                                             splat_wgmma_desc_k<SPLAT_KT>(k_addr, kk), kk > 0);
+        }
+        splat_wgmma_commit();
+        splat_wgmma_wait<0>();
+        splat_wgmma_fence_acc(s);
+        /* Base-2 logits; masked entries of predicated runs -> -inf. s[4j + 2hf + e] is
+         * row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e. */
+#pragma unroll
+        for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
+        if (run.predicate) {
+#pragma unroll
+          for (int hf = 0; hf < 2; hf++) {
+            const int r = 16 * warp + g + 8 * hf;
+            const int niv = sNiv[tb * SPLAT_TQ + r];
+            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+            uint32_t keep = 0u; /* bit 2j + e */
+            for (int q = 0; q < niv; q++) {
+              const int4 v = *(const int4 *)(iv + q);
+#pragma unroll
+              for (int j = 0; j < SPLAT_KT / 8; j++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                  const int c = g0 + 8 * j + 2 * t + e;
+                  if (c >= v.x && c <= v.y) keep |= 1u << (2 * j + e);
+                }
+              }
+            }
+#pragma unroll
+            for (int j = 0; j < SPLAT_KT / 8; j++) {
+#pragma unroll
+              for (int e = 0; e < 2; e++) {
+                if (!((keep >> (2 * j + e)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
+              }
+            }
+          }
+        }
+        /* Online softmax per row half, reductions over the quad. */
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+          float mx = m[hf];
+#pragma unroll
+          for (int j = 0; j < SPLAT_KT / 8; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float base = mx == SPLAT_NEG_INF ? 0.f : mx; /* all masked so far: p = 0 */
+          const float alpha = exp2f(m[hf] - base);
+          m[hf] = mx;
+          float sum = 0.f;
+#pragma unroll
+          for (int j = 0; j < SPLAT_KT / 8; j++) {
+            s[4 * j + 2 * hf] = exp2f(s[4 * j + 2 * hf] - base);
+            s[4 * j + 2 * hf + 1] = exp2f(s[4 * j + 2 * hf + 1] - base);
+            sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
+          }
+          l[hf] = l[hf] * alpha + sum;
+#pragma unroll
+          for (int j = 0; j < SPLAT_DP / 8; j++) {
+            o[4 * j + 2 * hf] *= alpha;
+            o[4 * j + 2 * hf + 1] *= alpha;
+          }
+        }
+        uint32_t a[SPLAT_KT / 16][4];
+        splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
+        splat_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk), 1);
+        }
+        splat_wgmma_commit();
+        splat_wgmma_wait<0>();
+        splat_wgmma_fence_acc(o);
+      }
+      __syncthreads(); /* stage `it` may be refilled */
+      it++;
+      if (++cs == run.ntiles * nsub) {
+        ci++;
+        cs = 0;
+      }
+    }
+    splat_cp_async_wait<0>();
+
+    /* O / l and the log-sum-exp, to the original rows. */
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+      float lt = l[hf];
+      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+      const int r = 16 * warp + g + 8 * hf;
+      if (r < nrows) {
+        const float inv = lt > 0.f ? 1.f / lt : 0.f;
+        const int64_t oo = splat_off(P.out, b, h, sRow[r]);
+        const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+#pragma unroll
+        for (int j = 0; j < SPLAT_DP / 8; j++) {
+          const int d = 8 * j + 2 * t;
+          const float x0 = o[4 * j + 2 * hf] * inv, x1 = o[4 * j + 2 * hf + 1] * inv;
+          if (pair) {
+            *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
+          } else {
+            splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
+            splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
+          }
+        }
+        if (P.lse.data && t == 0) {
+          ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
+              lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+        }
+      }
+    }
+  }
+}
+
+#endif
