@@ -20,6 +20,7 @@
  * Prelude: SPLAT_DT (Q, K, V, O), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS, SPLAT_WARPS, SPLAT_KT,
  * SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, and the two kernel names. */
 
+#include "attention_common.cuh"
 #include "attention_rows.cuh"
 #include "common.cuh"
 #include "pipeline.cuh"
@@ -62,7 +63,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int g = lane >> 2, t = lane & 3;
   const int64_t BH = P.shape.batch * P.shape.heads;
   const bool warp_active = 16 * warp < nrows;
-  const uint16_t *qp = (const uint16_t *)P.q.data;
   if (threadIdx.x < SPLAT_TQ) {
     sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
   }
@@ -74,13 +74,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
-    for (int c = threadIdx.x; c < SPLAT_TQ * SPLAT_CHUNKS; c += SPLAT_THREADS) {
-      const int r = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
-      const bool valid = r < nrows && ch * 8 < SPLAT_HEAD_DIM;
-      const uint16_t *src = qp;
-      if (valid) src = qp + splat_off(P.q, b, h, sRow[r]) + ch * 8;
-      splat_cp_async16(sQ + r * SPLAT_LD + ch * 8, src, valid);
-    }
+    splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, uint16_t>(
+        P.q, b, h, sRow, nrows, [&](int r, int ch) { return sQ + r * SPLAT_LD + ch * 8; });
     splat_cp_async_commit();
 
     splat_pipe pipe = {0, 0, 0};
@@ -100,9 +95,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
-    float o[SPLAT_DP / 8][4];
+    float o[SPLAT_DP / 2];
 #pragma unroll
-    for (int j = 0; j < SPLAT_DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    for (int i = 0; i < SPLAT_DP / 2; i++) o[i] = 0.f;
     float m[2] = {SPLAT_NEG_INF, SPLAT_NEG_INF}, l[2] = {0.f, 0.f}; /* rows g, g + 8 */
 #if SPLAT_QREG
     uint32_t qf[SPLAT_DP / 16][4];
@@ -138,9 +133,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       if (warp_active && __any_sync(0xffffffffu, touched)) {
         const uint16_t *sk = sKV + (it % SPLAT_STAGES) * 2 * SPLAT_KT * SPLAT_LD;
         const uint16_t *sv = sk + SPLAT_KT * SPLAT_LD;
-        float s[SPLAT_NJ][4];
+        float s[4 * SPLAT_NJ];
 #pragma unroll
-        for (int j = 0; j < SPLAT_NJ; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+        for (int i = 0; i < 4 * SPLAT_NJ; i++) s[i] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
 #if SPLAT_QREG
@@ -155,85 +150,31 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
             splat_ldmatrix_x4(bq, sk + key * SPLAT_LD + kk * 16 + ((lane >> 3) & 1) * 8);
             const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-            splat_mma16816<SPLAT_DT>(s[j], a, b0);
-            splat_mma16816<SPLAT_DT>(s[j + 1], a, b1);
+            splat_mma16816<SPLAT_DT>(s + 4 * j, a, b0);
+            splat_mma16816<SPLAT_DT>(s + 4 * j + 4, a, b1);
           }
         }
-        /* Base-2 logits; in predicated runs, entries outside the row's intervals -> -inf
-         * (rows past nrows have no intervals). */
+        /* Base-2 logits; the mask of predicated runs; the online softmax. */
 #pragma unroll
-        for (int j = 0; j < SPLAT_NJ; j++) {
-#pragma unroll
-          for (int e = 0; e < 4; e++) s[j][e] *= P.scale_log2;
-        }
+        for (int i = 0; i < 4 * SPLAT_NJ; i++) s[i] *= P.scale_log2;
         if (run.predicate) {
-#pragma unroll
-          for (int hf = 0; hf < 2; hf++) {
-            const int r = 16 * warp + g + 8 * hf;
-            const int niv = sNiv[tb * SPLAT_TQ + r];
-            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            uint32_t keep = 0u; /* bit 2j + e: column g0 + 8j + 2t + e */
-            for (int q = 0; q < niv; q++) {
-              const int4 v = *(const int4 *)(iv + q);
-#pragma unroll
-              for (int j = 0; j < SPLAT_NJ; j++) {
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                  const int c = g0 + 8 * j + 2 * t + e;
-                  if (c >= v.x && c <= v.y) keep |= 1u << (2 * j + e);
-                }
-              }
-            }
-#pragma unroll
-            for (int j = 0; j < SPLAT_NJ; j++) {
-#pragma unroll
-              for (int e = 0; e < 2; e++) {
-                if (!((keep >> (2 * j + e)) & 1u)) s[j][2 * hf + e] = SPLAT_NEG_INF;
-              }
-            }
-          }
+          splat_attn_mask<SPLAT_NJ>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
+                                    16 * warp + g, g0, t);
         }
-        /* Online softmax per row half (rows g and g + 8), reductions over the quad. */
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-          float mx = m[hf];
-#pragma unroll
-          for (int j = 0; j < SPLAT_NJ; j++) mx = fmaxf(mx, fmaxf(s[j][2 * hf], s[j][2 * hf + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          /* All entries so far masked: keep exponents finite (every p is 0). */
-          const float base = mx == SPLAT_NEG_INF ? 0.f : mx;
-          const float alpha = exp2f(m[hf] - base);
-          m[hf] = mx;
-          float sum = 0.f;
-#pragma unroll
-          for (int j = 0; j < SPLAT_NJ; j++) {
-            s[j][2 * hf] = exp2f(s[j][2 * hf] - base);
-            s[j][2 * hf + 1] = exp2f(s[j][2 * hf + 1] - base);
-            sum += s[j][2 * hf] + s[j][2 * hf + 1];
-          }
-          l[hf] = l[hf] * alpha + sum; /* this thread's columns; the quad sums at the end */
-#pragma unroll
-          for (int j = 0; j < SPLAT_DP / 8; j++) {
-            o[j][2 * hf] *= alpha;
-            o[j][2 * hf + 1] *= alpha;
-          }
-        }
+        splat_attn_online_softmax<SPLAT_NJ, SPLAT_DP / 2>(s, o, m, l);
         /* O += P V: P's accumulator pairs are the A fragments of m16n8k16. */
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
           uint32_t a[4];
-          a[0] = splat_pack2<SPLAT_DT>(s[2 * kk][0], s[2 * kk][1]);
-          a[1] = splat_pack2<SPLAT_DT>(s[2 * kk][2], s[2 * kk][3]);
-          a[2] = splat_pack2<SPLAT_DT>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-          a[3] = splat_pack2<SPLAT_DT>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+          for (int r = 0; r < 4; r++) a[r] = splat_pack2<SPLAT_DT>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
 #pragma unroll
           for (int j = 0; j < SPLAT_DP / 8; j += 2) {
             uint32_t bv[4];
             splat_ldmatrix_x4_trans(bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
             const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
-            splat_mma16816<SPLAT_DT>(o[j], a, b0);
-            splat_mma16816<SPLAT_DT>(o[j + 1], a, b1);
+            splat_mma16816<SPLAT_DT>(o + 4 * j, a, b0);
+            splat_mma16816<SPLAT_DT>(o + 4 * j + 4, a, b1);
           }
         }
       }
@@ -247,38 +188,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* Drain the empty groups still counted, so the next (b, h) starts clean. */
     splat_cp_async_wait<0>();
 
-    /* O / l and the log-sum-exp, to the original rows (all rows of the block). */
-    if (warp_active) {
-#pragma unroll
-      for (int hf = 0; hf < 2; hf++) {
-        float lt = l[hf];
-        lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-        lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-        const int r = 16 * warp + g + 8 * hf;
-        if (r < nrows) {
-          const float inv = lt > 0.f ? 1.f / lt : 0.f;
-          const int64_t oo = splat_off(P.out, b, h, sRow[r]);
-          const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
-#pragma unroll
-          for (int j = 0; j < SPLAT_DP / 8; j++) {
-            const int d = 8 * j + 2 * t;
-            if (pair && d + 1 < SPLAT_HEAD_DIM) {
-              *(uint32_t *)((uint16_t *)P.out.data + oo + d) =
-                  splat_pack2<SPLAT_DT>(o[j][2 * hf] * inv, o[j][2 * hf + 1] * inv);
-            } else {
-#pragma unroll
-              for (int e = 0; e < 2; e++) {
-                if (d + e < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + e) * P.out.s3, o[j][2 * hf + e] * inv);
-              }
-            }
-          }
-          if (P.lse.data && t == 0) {
-            ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
-                lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
-          }
-        }
-      }
-    }
+    /* O / l and the log-sum-exp, to the original rows. */
+    if (warp_active) splat_attn_store<SPLAT_DP / 2>(P, o, m, l, b, h, sRow, 16 * warp + g, nrows, t);
   }
 }
 

@@ -17,6 +17,7 @@
  *
  * Prelude: as attention_tile.cuh, plus SPLAT_WGMMA_PATH (this file is the template). */
 
+#include "attention_common.cuh"
 #include "attention_rows.cuh"
 #include "common.cuh"
 #include "pipeline.cuh"
@@ -61,7 +62,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int64_t BH = P.shape.batch * P.shape.heads;
-  const uint16_t *qp = (const uint16_t *)P.q.data;
   if (threadIdx.x < SPLAT_TQ) {
     sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
   }
@@ -73,12 +73,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
-    for (int c = threadIdx.x; c < SPLAT_TQ * SPLAT_CHUNKS; c += SPLAT_THREADS) {
-      const int r = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
-      const bool valid = r < nrows;
-      const uint16_t *src = valid ? qp + splat_off(P.q, b, h, sRow[r]) + ch * 8 : qp;
-      splat_cp_async16(sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch), src, valid);
-    }
+    splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, uint16_t>(
+        P.q, b, h, sRow, nrows, [&](int r, int ch) { return sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
     splat_cp_async_commit();
 
     splat_pipe pipe = {0, 0, 0};
@@ -141,62 +137,15 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_commit();
         splat_wgmma_wait<0>();
         splat_wgmma_fence_acc(s);
-        /* Base-2 logits; masked entries of predicated runs -> -inf. s[4j + 2hf + e] is
-         * row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e. */
+        /* Base-2 logits; the mask of predicated runs; the online softmax (the register
+         * layout of attention_common.cuh). */
 #pragma unroll
         for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
         if (run.predicate) {
-#pragma unroll
-          for (int hf = 0; hf < 2; hf++) {
-            const int r = 16 * warp + g + 8 * hf;
-            const int niv = sNiv[tb * SPLAT_TQ + r];
-            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            uint32_t keep = 0u; /* bit 2j + e */
-            for (int q = 0; q < niv; q++) {
-              const int4 v = *(const int4 *)(iv + q);
-#pragma unroll
-              for (int j = 0; j < SPLAT_KT / 8; j++) {
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                  const int c = g0 + 8 * j + 2 * t + e;
-                  if (c >= v.x && c <= v.y) keep |= 1u << (2 * j + e);
-                }
-              }
-            }
-#pragma unroll
-            for (int j = 0; j < SPLAT_KT / 8; j++) {
-#pragma unroll
-              for (int e = 0; e < 2; e++) {
-                if (!((keep >> (2 * j + e)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
-              }
-            }
-          }
+          splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
+                                        16 * warp + g, g0, t);
         }
-        /* Online softmax per row half, reductions over the quad. */
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-          float mx = m[hf];
-#pragma unroll
-          for (int j = 0; j < SPLAT_KT / 8; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float base = mx == SPLAT_NEG_INF ? 0.f : mx; /* all masked so far: p = 0 */
-          const float alpha = exp2f(m[hf] - base);
-          m[hf] = mx;
-          float sum = 0.f;
-#pragma unroll
-          for (int j = 0; j < SPLAT_KT / 8; j++) {
-            s[4 * j + 2 * hf] = exp2f(s[4 * j + 2 * hf] - base);
-            s[4 * j + 2 * hf + 1] = exp2f(s[4 * j + 2 * hf + 1] - base);
-            sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
-          }
-          l[hf] = l[hf] * alpha + sum;
-#pragma unroll
-          for (int j = 0; j < SPLAT_DP / 8; j++) {
-            o[4 * j + 2 * hf] *= alpha;
-            o[4 * j + 2 * hf + 1] *= alpha;
-          }
-        }
+        splat_attn_online_softmax<SPLAT_KT / 8, SPLAT_NO>(s, o, m, l);
         uint32_t a[SPLAT_KT / 16][4];
         splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
         splat_wgmma_fence();
@@ -218,33 +167,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_cp_async_wait<0>();
 
     /* O / l and the log-sum-exp, to the original rows. */
-#pragma unroll
-    for (int hf = 0; hf < 2; hf++) {
-      float lt = l[hf];
-      lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-      lt += __shfl_xor_sync(0xffffffffu, lt, 2);
-      const int r = 16 * warp + g + 8 * hf;
-      if (r < nrows) {
-        const float inv = lt > 0.f ? 1.f / lt : 0.f;
-        const int64_t oo = splat_off(P.out, b, h, sRow[r]);
-        const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
-#pragma unroll
-        for (int j = 0; j < SPLAT_DP / 8; j++) {
-          const int d = 8 * j + 2 * t;
-          const float x0 = o[4 * j + 2 * hf] * inv, x1 = o[4 * j + 2 * hf + 1] * inv;
-          if (pair) {
-            *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
-          } else {
-            splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
-            splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
-          }
-        }
-        if (P.lse.data && t == 0) {
-          ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
-              lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
-        }
-      }
-    }
+    splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, 16 * warp + g, nrows, t);
   }
 }
 

@@ -58,6 +58,24 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
   q.issued++;
 }
 
+/* Gathers the query rows of a CTA's block, original rows sRow[0 .. TQ), from a
+ * [B, H, S, head_dim] tensor at (b, h) into shared memory, one 16-byte cp.async per chunk
+ * of 16 / sizeof(T) elements; dst(r, ch) is the shared address of chunk ch of block row
+ * r. Rows from nrows on and chunks past SPLAT_HEAD_DIM are zero-filled. Q of R-SDDMM and
+ * of the fused attention. */
+template <int CHUNKS, int TQ, int THREADS, typename T, class Dst>
+SPLAT_DEV void splat_gather_rows(const splat_dev_tensor &x, int64_t b, int64_t h, const int *sRow,
+                                 int nrows, const Dst &dst) {
+  constexpr int EPC = 16 / (int)sizeof(T);
+  const T *base = (const T *)x.data;
+  for (int c = threadIdx.x; c < TQ * CHUNKS; c += THREADS) {
+    const int r = c / CHUNKS, ch = c % CHUNKS;
+    const bool valid = r < nrows && ch * EPC < SPLAT_HEAD_DIM;
+    const T *src = valid ? base + splat_off(x, b, h, sRow[r]) + ch * EPC : base;
+    splat_cp_async16(dst(r, ch), src, valid);
+  }
+}
+
 /* Gathers the rows of gathered keys g0 .. g0 + KT of a run from a [.., seq_k, head_dim]
  * tensor (element offset `off` of the batch and head, row stride s2) into a shared stage,
  * one 16-byte cp.async per chunk of 16 / sizeof(T) elements; dst(kk, ch) is the shared

@@ -134,7 +134,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   if (tile.nruns == 0 || nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t BH = P.shape.batch * P.shape.heads;
-  const SPLAT_QK_T *qp = (const SPLAT_QK_T *)P.q.data;
   const bool warp_active = 16 * warp < nrows;
   const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
   if (threadIdx.x < SPLAT_TQ) {
@@ -149,13 +148,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int64_t ko = splat_off(P.k, b, hk, 0);
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
-    for (int c = threadIdx.x; c < SPLAT_TQ * SPLAT_CHUNKS; c += SPLAT_THREADS) {
-      const int r = c / SPLAT_CHUNKS, ch = c % SPLAT_CHUNKS;
-      const bool valid = r < nrows && ch * SPLAT_EPC < SPLAT_HEAD_DIM;
-      const SPLAT_QK_T *src = qp;
-      if (valid) src = qp + splat_off(P.q, b, h, sRow[r]) + ch * SPLAT_EPC;
-      splat_cp_async16(sQ + r * SPLAT_LDS + ch * SPLAT_EPC, src, valid);
-    }
+    splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
+        P.q, b, h, sRow, nrows, [&](int r, int ch) { return sQ + r * SPLAT_LDS + ch * SPLAT_EPC; });
     splat_cp_async_commit();
 
     /* One pipeline over the key sub-tiles of all runs: the sub-tile STAGES - 1 ahead is

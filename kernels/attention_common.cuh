@@ -1,0 +1,119 @@
+/* attention_common.cuh — the per-sub-tile steps both fused attention tile kernels share
+ * (attention_tile.cuh on mma.sync, attention_wgmma.cuh on wgmma): the closed-form mask of
+ * predicated runs, the online softmax, and the epilogue that writes O / l and the
+ * log-sum-exp. Both kernels hold a warp's 16 x KT scores and its 16 x head_dim output in
+ * the same register layout (the m16n8 accumulator, repeated over 8-column blocks j):
+ *     s[4j + 2hf + e]  row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e
+ *     o[4j + 2hf + e]  the same rows, head_dim column 8j + 2t + e
+ * with g = lane / 4, t = lane % 4, hf, e in {0, 1}. m and l are the running max (base 2)
+ * and this thread's part of the running sum of rows g and g + 8.
+ *
+ * Needs SPLAT_MAX_SEGS and SPLAT_DT from the prelude. */
+
+#include "common.cuh"
+
+#ifndef SPLAT_KERNELS_ATTENTION_COMMON_CUH
+#define SPLAT_KERNELS_ATTENTION_COMMON_CUH
+
+/* Predicated runs: entries whose gathered key lies in none of the row's intervals for the
+ * run's group become -inf (rows past the block's last have no intervals). iv, niv: the
+ * run's interval tables (TQ rows); r0 = 16 warp + g. */
+template <int NJ>
+SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const int *niv, int r0,
+                               int32_t g0, int t) {
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const int r = r0 + 8 * hf;
+    const int n = niv[r];
+    const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
+    uint32_t keep = 0u; /* bit 2j + e */
+    for (int q = 0; q < n; q++) {
+      const int4 v = *(const int4 *)(rv + q);
+#pragma unroll
+      for (int j = 0; j < NJ; j++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int c = g0 + 8 * j + 2 * t + e;
+          if (c >= v.x && c <= v.y) keep |= 1u << (2 * j + e);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NJ; j++) {
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        if (!((keep >> (2 * j + e)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
+      }
+    }
+  }
+}
+
+/* One online-softmax step on base-2 logits s: new row max over the quad, s -> exp2(s -
+ * max), this thread's sum folded into l, O rescaled by exp2(m_old - m_new). A row whose
+ * entries are all masked so far keeps p = 0 and finite exponents. */
+template <int NJ, int NO>
+SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], float (&m)[2],
+                                         float (&l)[2]) {
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    float mx = m[hf];
+#pragma unroll
+    for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float base = mx == SPLAT_NEG_INF ? 0.f : mx;
+    const float alpha = exp2f(m[hf] - base);
+    m[hf] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < NJ; j++) {
+      s[4 * j + 2 * hf] = exp2f(s[4 * j + 2 * hf] - base);
+      s[4 * j + 2 * hf + 1] = exp2f(s[4 * j + 2 * hf + 1] - base);
+      sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
+    }
+    l[hf] = l[hf] * alpha + sum; /* this thread's columns; the quad sums at the end */
+#pragma unroll
+    for (int j = 0; j < NO / 4; j++) {
+      o[4 * j + 2 * hf] *= alpha;
+      o[4 * j + 2 * hf + 1] *= alpha;
+    }
+  }
+}
+
+/* O / l (zeros for rows without entries) to the original rows sRow[r] of the block's
+ * rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
+ * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. */
+template <int NO>
+SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
+                                const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
+                                const int *sRow, int r0, int nrows, int t) {
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    float lt = l[hf];
+    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    const int r = r0 + 8 * hf;
+    if (r < nrows) {
+      const float inv = lt > 0.f ? 1.f / lt : 0.f;
+      const int64_t oo = splat_off(P.out, b, h, sRow[r]);
+      const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+#pragma unroll
+      for (int j = 0; j < NO / 4; j++) {
+        const int d = 8 * j + 2 * t;
+        const float x0 = o[4 * j + 2 * hf] * inv, x1 = o[4 * j + 2 * hf + 1] * inv;
+        if (pair && d + 1 < SPLAT_HEAD_DIM) {
+          *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
+        } else {
+          if (d < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
+          if (d + 1 < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
+        }
+      }
+      if (P.lse.data && t == 0) {
+        ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
+            lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+      }
+    }
+  }
+}
+
+#endif
