@@ -53,18 +53,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
   const uint32_t q_addr = splat_smem_addr(sQ), kv_addr = splat_smem_addr(sKV);
 
-  int ti, rblock, bh0;
-  splat_tile_block(ti, rblock, bh0);
-  const splat_dev_tile tile = P.pat.tiles[ti];
-  const int rb = rblock * SPLAT_TQ;
-  const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
+  splat_dev_tile tile;
+  int bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
   if (nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int64_t BH = P.shape.batch * P.shape.heads;
-  if (threadIdx.x < SPLAT_TQ) {
-    sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
-  }
   const int nsub = SPLAT_TILE_K / SPLAT_KT;
 
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {

@@ -126,19 +126,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  int ti, rblock, bh0;
-  splat_tile_block(ti, rblock, bh0);
-  const splat_dev_tile tile = P.pat.tiles[ti];
-  const int rb = rblock * SPLAT_TQ;
-  const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  splat_dev_tile tile;
+  int bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
   if (tile.nruns == 0 || nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t BH = P.shape.batch * P.shape.heads;
   const bool warp_active = 16 * warp < nrows;
   const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
-  if (threadIdx.x < SPLAT_TQ) {
-    sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
-  }
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   unsigned char *wo = sO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
 

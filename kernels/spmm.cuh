@@ -101,11 +101,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  int ti, rblock, bh0;
-  splat_tile_block(ti, rblock, bh0);
-  const splat_dev_tile tile = P.pat.tiles[ti];
-  const int rb = rblock * SPLAT_TQ;
-  const int nrows = tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  splat_dev_tile tile;
+  int bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
   if (nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & 7;
   const int64_t BH = P.shape.batch * P.shape.heads;
@@ -114,9 +112,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   /* P rows by 16-byte loads: same dtype as V, contiguous, 16-byte aligned base. */
   const bool vec = SPLAT_PDT == SPLAT_DT && P.probs.s3 == 1 &&
                    (((unsigned long long)P.probs.data) & 15) == 0;
-  if (threadIdx.x < SPLAT_TQ) {
-    sRow[threadIdx.x] = (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
-  }
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   uint16_t *wp = sP + 16 * warp * SPLAT_LDP; /* this warp's 16 x KT slice of P */
 
