@@ -40,6 +40,9 @@
   (1024 + SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
+static_assert(SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
+              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const splat_attention_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];

@@ -94,6 +94,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
    SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ +                                                    \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
+static_assert(SPLAT_SDDMM_SMEM == SPLAT_TILE_SMEM,
+              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+
 /* Gathers key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run,
                                   int64_t g0, int64_t ko, SPLAT_QK_T *stage) {

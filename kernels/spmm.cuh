@@ -83,6 +83,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
   (SPLAT_STAGES * SPLAT_KT * SPLAT_LDV * 2 + SPLAT_TQ * SPLAT_LDP * 2 +          \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
+static_assert(SPLAT_SPMM_SMEM == SPLAT_TILE_SMEM,
+              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+
 /* Gathers V rows of key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run &run,
                                  int64_t g0, int64_t vo, uint16_t *stage) {

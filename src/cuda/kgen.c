@@ -159,8 +159,10 @@ void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
   snprintf(buf, cap, "%s.cu", rows);
 }
 
-/* Prelude values: integers as text, kept alive for splat__codegen. */
-enum { NDEF = 13 };
+/* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
+ * launch gives the tile kernel, which each tile kernel static_asserts against its own
+ * layout), then the kernel names; kept alive for splat__codegen. */
+enum { NINT = 11, NDEF = NINT + 3 };
 
 splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   char rows[160], tile[160], comment[1024];
@@ -196,14 +198,16 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
                        s->kt > 0 ? s->kt : 16,
                        s->tile_k > 0 ? s->tile_k : 16,
                        s->stages,
-                       s->row_warps};
-  static const char *inames[] = {"SPLAT_DT",       "SPLAT_SDT",      "SPLAT_PDT", "SPLAT_HEAD_DIM",
-                                 "SPLAT_MAX_SEGS", "SPLAT_WARPS",    "SPLAT_KT",  "SPLAT_TILE_K",
-                                 "SPLAT_STAGES",   "SPLAT_ROW_WARPS"};
-  char text[10][16], rows_name[48], tile_name[48];
+                       s->row_warps,
+                       splat__kspec_tile_smem(s)};
+  static const char *inames[] = {"SPLAT_DT",        "SPLAT_SDT",      "SPLAT_PDT",
+                                 "SPLAT_HEAD_DIM",  "SPLAT_MAX_SEGS", "SPLAT_WARPS",
+                                 "SPLAT_KT",        "SPLAT_TILE_K",   "SPLAT_STAGES",
+                                 "SPLAT_ROW_WARPS", "SPLAT_TILE_SMEM"};
+  char text[NINT][16], rows_name[48], tile_name[48];
   splat__define defs[NDEF];
   int n = 0;
-  for (int i = 0; i < 10; i++, n++) {
+  for (int i = 0; i < NINT; i++, n++) {
     snprintf(text[i], sizeof text[i], "%d", ivals[i]);
     defs[n].name = inames[i];
     defs[n].value = text[i];
