@@ -2,8 +2,9 @@
  * attention_tile.cuh with both products on wgmma. The row kernel of attention_rows.cuh
  * takes the irregular remainder.
  *
- * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64 or 128): one CTA = one warpgroup (4 warps)
- * per (query tile row block of 64 rows, batch*head). Q, and each ring stage's gathered K
+ * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64 or 128): one CTA = SPLAT_WARPS / 4
+ * warpgroups of 64 rows each per (query tile row block, batch*head); with two, both read
+ * each K/V stage, halving the key traffic per row (SPLAT_ATTN_WARPGROUPS=2, experimental). Q, and each ring stage's gathered K
  * and V rows, sit in shared memory in the 128-byte-swizzle layout wgmma reads
  * (wgmma.cuh): cp.async gathers any key group (dilated and strided keys are addresses,
  * not masks) and each thread fences its copies into the async proxy before the barrier.
@@ -11,8 +12,8 @@
  * (K-major); the mask predicate only on predicated runs (the row's intervals of the run's
  * group, as in attention_tile.cuh); the online softmax in registers; P rounded to the
  * input dtype straight from the S accumulator registers is the register A operand of
- * O += P V (wgmma m64n{64,128}k16, V MN-major through the transpose bit). The CTA skips a
- * predicated sub-tile no row of its block touches. O / l and the log-sum-exp go to the
+ * O += P V (wgmma m64n{64,128}k16, V MN-major through the transpose bit). A warpgroup
+ * skips a predicated sub-tile none of its rows touches. O / l and the log-sum-exp go to the
  * original rows; rows without entries get zeros and -inf.
  *
  * Prelude: as attention_tile.cuh, plus SPLAT_WGMMA_PATH (this file is the template). */
@@ -25,14 +26,15 @@
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
 
-#define SPLAT_TQ 64      /* query rows per CTA: one warpgroup */
-#define SPLAT_THREADS 128
+#define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
+#define SPLAT_TQ (64 * SPLAT_WGS) /* query rows per CTA: 64 per consumer warpgroup */
+#define SPLAT_THREADS (128 * SPLAT_WGS)
 #define SPLAT_DP SPLAT_HEAD_DIM /* 64 or 128: whole 64-column panels */
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
 #define SPLAT_NS (SPLAT_KT / 2)  /* S accumulator registers per thread */
 #define SPLAT_NO (SPLAT_DP / 2)  /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows) * SPLAT_DP * 2)
-#define SPLAT_MIN_CTAS (SPLAT_DP <= 64 ? 3 : 2)
+#define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : SPLAT_DP <= 64 ? 3 : 2)
 
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, Q,
  * STAGES x (K, V), interval tables + counts, row ids. */
@@ -61,8 +63,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int bh0;
   const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
   if (nrows <= 0) return;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
+  const int r0 = 64 * wg + 16 * warp + g; /* this thread's rows r0, r0 + 8 of the block */
   const int64_t BH = P.shape.batch * P.shape.heads;
   const int nsub = SPLAT_TILE_K / SPLAT_KT;
 
@@ -108,12 +111,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
       const int32_t g0 = run.base + cs * SPLAT_KT;
       const int tb = ci % SPLAT_STAGES;
-      /* Predicated runs: does any row of the block have an entry in this sub-tile? */
-      bool touched = true;
-      if (run.predicate) {
+      /* Predicated runs: does any of the warpgroup's 64 rows have an entry in this
+       * sub-tile? Each warp of the warpgroup asks for all 64 (two rows a lane) and gets
+       * the same answer, so the warpgroup's wgmma stays uniform. */
+      bool touched = 64 * wg < nrows; /* a warpgroup past the block's rows idles */
+      if (touched && run.predicate) {
         bool mine = false;
-        if (threadIdx.x < SPLAT_TQ) {
-          const int r = threadIdx.x;
+        for (int rr = lane; rr < 64; rr += 32) {
+          const int r = 64 * wg + rr;
           const int niv = sNiv[tb * SPLAT_TQ + r];
           const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
           for (int q = 0; q < niv; q++) {
@@ -121,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             mine = mine || (v.x < g0 + SPLAT_KT && v.y >= g0);
           }
         }
-        touched = __syncthreads_or(mine) != 0;
+        touched = __any_sync(0xffffffffu, mine);
       }
       if (touched) {
         const uint32_t k_addr = kv_addr + (uint32_t)((it % SPLAT_STAGES) * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
@@ -130,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-          splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr, kk),
+          splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr + wg * 64 * 128, kk),
                                              splat_wgmma_desc_k<SPLAT_KT>(k_addr, kk), kk > 0);
         }
         splat_wgmma_commit();
@@ -142,7 +147,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
         if (run.predicate) {
           splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
-                                        16 * warp + g, g0, t);
+                                        r0, g0, t);
         }
         splat_attn_online_softmax<SPLAT_KT / 8, SPLAT_NO>(s, o, m, l);
         uint32_t a[SPLAT_KT / 16][4];
@@ -166,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_cp_async_wait<0>();
 
     /* O / l and the log-sum-exp, to the original rows. */
-    splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, 16 * warp + g, nrows, t);
+    splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
   }
 }
 

@@ -1,8 +1,8 @@
 /* test_cuda_runtime.c — the CUDA runtime layer without a GPU: the driver table's
  * no-device answer and error mapping, the hash, logging defaults, code generation
- * from embedded templates, NVRTC compiles of smoke.cuh for sm_90a and sm_80 with the
- * ptxas report, compile errors, the memory and disk kernel caches (corruption,
- * unwritable directories, 4 concurrent writer processes), list/clear and
+ * from embedded templates, the choice of attention tile kernel, NVRTC compiles of smoke.cuh for
+ * sm_90a and sm_80 with the ptxas report, compile errors, the memory and disk kernel caches
+ * (corruption, unwritable directories, 4 concurrent writer processes), list/clear and
  * SPLAT_DUMP_DIR. NVRTC tests are skipped (not passed) only when NVRTC cannot be
  * loaded. On a machine with a GPU it also loads and launches the smoke kernel. */
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include "cuda/cuda_types.h"
 #include "cuda/driver.h"
 #include "cuda/kernel_cache.h"
+#include "cuda/kgen.h"
 #include "cuda/nvrtc.h"
 #include "harness.h"
 
@@ -233,6 +234,54 @@ static void test_codegen(void) {
   CHECK(splat__codegen("smoke.cuh", bad_value, 1, NULL, &src) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(splat__codegen("smoke.cuh", NULL, 1, NULL, &src) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(splat__codegen("smoke.cuh", NULL, 0, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+}
+
+/* ------------------------------------------------------------ kernel choice */
+
+/* Which attention tile kernel a plan gets: wgmma on sm_90a for f16/bf16 at head_dim 64
+ * and 128 (two warpgroups only when asked and tile_q >= 128), mma.sync elsewhere, none
+ * for f32; SPLAT_ATTN_WARPGROUPS is parsed with a sentence on bad values. */
+static void test_kernel_choice(void) {
+  splat__kspec sp[SPLAT__KOP_COUNT];
+  char rows[160], tile[160];
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", 1);
+  splat__kspec *a = &sp[SPLAT__KOP_ATTENTION];
+  CHECK(a->tile && a->wgmma && a->warps == 4 && a->kt == 64 && a->stages == 3);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_attn_wgmma_bf16_d64_q64_k128_kt64_s3_seg1"), "%s", tile);
+  CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SPMM].wgmma);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", 2);
+  CHECK(a->wgmma && a->warps == 8 && a->stages == 3);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_attn_wgmma_f16_d128_q128_k128_kt64_s3_seg2"), "%s", tile);
+  /* 1 KB slack + Q (128 rows) + 3 x (K, V) of 64 keys x 256 B + 3 tables of 128 rows. */
+  CHECK(splat__kspec_tile_smem(a) ==
+        1024 + (128 + 2 * 3 * 64) * 256 + 3 * 128 * (2 * 16 + 4) + 128 * 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 0, "sm_90a", 2); /* tile_q 64: one */
+  CHECK(a->wgmma && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", 1);
+  CHECK(a->tile && !a->wgmma);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strncmp(tile, "splat_attn_tile_bf16", 20), "%s", tile);
+  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 0, "sm_90a", 1); /* head_dim 40 */
+  CHECK(a->tile && !a->wgmma);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 0, "sm_90a", 1);
+  CHECK(!a->tile && !a->wgmma);
+  /* A tile kernel whose shared memory exceeds the device's limit is dropped. */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 48 * 1024, "sm_90a", 1);
+  CHECK(!a->tile);
+
+  int w = 0;
+  unsetenv("SPLAT_ATTN_WARPGROUPS");
+  CHECK(splat__kspec_env_warpgroups(&w) == SPLAT_OK && w == 1);
+  setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
+  CHECK(splat__kspec_env_warpgroups(&w) == SPLAT_OK && w == 2);
+  setenv("SPLAT_ATTN_WARPGROUPS", "4", 1);
+  CHECK(splat__kspec_env_warpgroups(&w) == SPLAT_ERR_INVALID_ARGUMENT && w == 1);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_WARPGROUPS=4") &&
+             strstr(splat__thread_error(), "1 or 2"),
+         "'%s'", splat__thread_error());
+  unsetenv("SPLAT_ATTN_WARPGROUPS");
 }
 
 /* ------------------------------------------------------------ NVRTC */
@@ -743,6 +792,7 @@ int main(void) {
   test_driver();
   test_hash();
   test_codegen();
+  test_kernel_choice();
   test_ptxas_parse();
   test_nvrtc();
   test_cache(tmp);

@@ -91,7 +91,7 @@ int main(void) {
     printf("0 passed, 0 failed, 1 skipped\n");
     return 0;
   }
-  jobs = calloc(2 * (3 * 4 * 3 + 3) + 3 * 4, sizeof *jobs);
+  jobs = calloc(2 * (3 * 4 * 3 + 3) + 2 * 3 * 4, sizeof *jobs);
   for (int t = 0; t < 3; t++) {
     splat__kspec s;
     splat__kspec_init(&s, SPLAT__KOP_SOFTMAX, dts[t], dts[t], dts[t], 0, SPLAT_MAX_SEGMENTS, 128,
@@ -103,7 +103,11 @@ int main(void) {
         splat__kspec_init(&s, ops[o], dts[t], dts[t], dts[t], dims[d], SPLAT_MAX_SEGMENTS, 128,
                           128);
         add(&s);
-        if (splat__kspec_use_wgmma(&s)) add_arch(&s, "sm_90a");
+        /* The sm_90a wgmma attention kernel, with one and with two warpgroups. */
+        for (int wgs = 1; wgs <= 2; wgs++) {
+          splat__kspec w = s;
+          if (splat__kspec_use_wgmma(&w, wgs)) add_arch(&w, "sm_90a");
+        }
       }
     }
   }

@@ -236,11 +236,15 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
  * loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
+  int warpgroups;
+  splat_status st = splat__kspec_env_warpgroups(&warpgroups);
+  if (st != SPLAT_OK) return st;
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
-                    d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch);
+                    d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch,
+                    warpgroups);
   const double t0 = splat__now_ms();
   splat__kcompiled k[SPLAT__KOP_COUNT];
-  splat_status st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);
+  st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);
   if (st != SPLAT_OK) return st;
   int ncompiled = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {

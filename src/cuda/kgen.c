@@ -5,6 +5,8 @@
 
 #include "cuda/codegen.h"
 
+#include "core/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,8 +104,8 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
     snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
   }
   if (s->tile && s->wgmma) {
-    snprintf(tile, cap, "splat_attn_wgmma_%s_d%d_q64_k%d_kt%d_s%d_seg%d", dname(s->dt), s->head_dim,
-             s->tile_k, s->kt, s->stages, s->max_segs);
+    snprintf(tile, cap, "splat_attn_wgmma_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", dname(s->dt), s->head_dim,
+             16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
   } else if (s->tile) {
     snprintf(tile, cap, "splat_%s_tile_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on, dname(s->dt),
              dname(s->vdt), s->head_dim, 16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
@@ -125,7 +127,7 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
-  if (s->wgmma) return 1024 + (64 + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
+  if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
   return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
 }
@@ -134,21 +136,38 @@ static int dcode(splat_dtype d) {
   return d == SPLAT_F32 ? 0 : d == SPLAT_F16 ? 1 : 2;
 }
 
-int splat__kspec_use_wgmma(splat__kspec *s) {
+int splat__kspec_use_wgmma(splat__kspec *s, int warpgroups) {
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || (s->head_dim != 64 && s->head_dim != 128) ||
       s->kt != 64)
     return 0;
   s->wgmma = 1;
-  s->warps = 4;
+  s->warps = 4 * warpgroups;
+  /* Two warpgroups: one CTA per SM (registers), so one more stage to cover latency. */
+  if (warpgroups > 1) s->stages = s->head_dim <= 64 ? 4 : 3;
   return 1;
 }
 
+splat_status splat__kspec_env_warpgroups(int *out) {
+  const char *v = getenv("SPLAT_ATTN_WARPGROUPS");
+  *out = 1;
+  if (!v || !*v) return SPLAT_OK;
+  if (!strcmp(v, "1") || !strcmp(v, "2")) {
+    *out = v[0] - '0';
+    return SPLAT_OK;
+  }
+  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                     "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1 or 2 (consumer warpgroups "
+                     "of the sm_90a fused attention kernel)",
+                     v);
+}
+
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch) {
+                       int tile_k, int smem_optin, const char *arch, int warpgroups) {
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
-    if (arch && !strcmp(arch, "sm_90a")) splat__kspec_use_wgmma(s);
+    /* Two warpgroups only where a query tile fills them (tile_q >= 128). */
+    if (arch && !strcmp(arch, "sm_90a")) splat__kspec_use_wgmma(s, tile_q >= 128 ? warpgroups : 1);
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   }
 }

@@ -61,17 +61,23 @@ static inline int splat__kspec_row_threads(const splat__kspec *s) {
 /* The template file of an op ("sddmm.cuh", ...). */
 const char *splat__kspec_template(splat__kop op);
 
-/* Switches an attention spec with a tile kernel to the sm_90a wgmma kernel when it
- * qualifies (head_dim 64 or 128, 64-key sub-tiles); returns 1 when it did. */
-int splat__kspec_use_wgmma(splat__kspec *s);
+/* Switches an attention spec with a tile kernel to the sm_90a wgmma kernel of
+ * `warpgroups` (1 or 2) consumer warpgroups of 64 rows when it qualifies (head_dim 64 or
+ * 128, 64-key sub-tiles); returns 1 when it did. */
+int splat__kspec_use_wgmma(splat__kspec *s, int warpgroups);
+
+/* Consumer warpgroups of the wgmma attention kernel from SPLAT_ATTN_WARPGROUPS: 1 (the
+ * default, also when unset) or 2 (experimental); any other value is
+ * SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__kspec_env_warpgroups(int *out);
 
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
- * and values of dtype dt: splat__kspec_init of each op, the wgmma attention kernel when
- * arch is "sm_90a", then the tile kernel dropped where its dynamic shared memory exceeds
- * smem_optin bytes (the device's opt-in limit; 0 = no limit). specs: host array of
- * SPLAT__KOP_COUNT; arch: host string such as "sm_90a". */
+ * and values of dtype dt: splat__kspec_init of each op, the wgmma attention kernel of
+ * `warpgroups` warpgroups (1 when tile_q < 128) when arch is "sm_90a", then the tile kernel dropped
+ * where its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
+ * limit). specs: host array of SPLAT__KOP_COUNT; arch: host string such as "sm_90a". */
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch);
+                       int tile_k, int smem_optin, const char *arch, int warpgroups);
 
 /* The program name of a spec's source in compile logs, the cache and dumps: the row
  * kernel's name + ".cu". buf: host, cap chars. */
