@@ -11,6 +11,8 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
+  splat-wg2  (opt-in, --peers ...,splat-wg2) splat with SPLAT_ATTN_WARPGROUPS=2: the
+           experimental two-warpgroup kernel, against the default one in one process
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
@@ -72,6 +74,9 @@ DEFAULT_SPECS = [
 DEFAULT_SEQS = [4096, 16384, 65536]
 DEFAULT_HEAD_DIMS = [64, 128]
 PEERS = ["splat", "flex", "sdpa", "masked", "unfused"]
+# Opt-in peers: splat with SPLAT_ATTN_WARPGROUPS=2 (the experimental two-warpgroup
+# kernel), timed in the same process as the default one.
+EXTRA_PEERS = ["splat-wg2"]
 HEADS = 16
 CHECK_SEQ = 1000  # dense mask_mod check against splat: awkward on purpose
 CHECK_ROWS = 24  # random rows checked at the case's seq, besides the edges
@@ -324,7 +329,7 @@ class Timer:
 # it raises Skip when the peer does not apply.
 
 
-def splat_setup(ctx, case):
+def splat_setup(ctx, case, peer: str = "splat"):
     pattern, B, D = case["pattern"], case["batch"], case["head_dim"]
     code = _lib.dtype_code(str(case["dtype"]), "q")
     t0 = time.perf_counter()
@@ -338,12 +343,27 @@ def splat_setup(ctx, case):
     how = f"cold: {compiled} kernels compiled" if compiled else "no kernel compiled: cache hit"
     case["splat_plan_ms"], case["splat_plan_again_ms"] = first_ms, again_ms
     case["splat_kernels_compiled"] = compiled
-    case["notes"]["splat"] = f"plan {first_ms:.1f} ms ({how}), {again_ms:.1f} ms with kernels in memory"
+    case["notes"][peer] = f"plan {first_ms:.1f} ms ({how}), {again_ms:.1f} ms with kernels in memory"
 
     def run(q, k, v):
         return splat.torch.attention(q, k, v, pattern, return_lse=True)
 
     return run
+
+
+def splat_wg2_setup(ctx, case):
+    """splat's plan built with SPLAT_ATTN_WARPGROUPS=2 (read at plan creation); the plan
+    cache is emptied around it so this peer and the default one never share a plan."""
+    plan_cache.clear()
+    old = os.environ.get("SPLAT_ATTN_WARPGROUPS")
+    os.environ["SPLAT_ATTN_WARPGROUPS"] = "2"
+    try:
+        return splat_setup(ctx, case, "splat-wg2")
+    finally:
+        if old is None:
+            del os.environ["SPLAT_ATTN_WARPGROUPS"]
+        else:
+            os.environ["SPLAT_ATTN_WARPGROUPS"] = old
 
 
 def flex_block_mask(ctx, spec: str, seq: int):
@@ -453,8 +473,8 @@ def unfused_setup(ctx, case):
 
 
 SETUPS = {"splat": splat_setup, "flex": flex_setup, "sdpa": sdpa_setup,
-          "masked": masked_setup, "unfused": unfused_setup}
-SAME_FUNCTION = ("flex", "masked", "unfused")  # compared with splat's output
+          "masked": masked_setup, "unfused": unfused_setup, "splat-wg2": splat_wg2_setup}
+SAME_FUNCTION = ("flex", "masked", "unfused", "splat-wg2")  # compared with splat's output
 
 
 # ---------------------------------------------------------------- one case
@@ -600,12 +620,12 @@ def print_case(case, elapsed_case: float, elapsed_total: float) -> None:
         print(f"  REFUSED: {case['refused']}")
         return
     splat_ms = case["peers"].get("splat", {}).get("ms")
-    print(f"  {'peer':8s} {'ms':>9s} {'TFLOP/s':>9s} {'splat x':>8s} {'err':>9s} {'scaled':>9s} {'lse err':>9s}  notes")
+    print(f"  {'peer':9s} {'ms':>8s} {'TFLOP/s':>9s} {'splat x':>8s} {'err':>9s} {'scaled':>9s} {'lse err':>9s}  notes")
     for peer, res in case["peers"].items():
         ms, tf = res.get("ms"), peer_tflops(case, peer)
         tf_text = f"({tf:.1f})" if peer == "sdpa" and tf is not None else fmt(tf, ".1f", 9)
         ratio = ms / splat_ms if ms and splat_ms else None
-        print(f"  {peer:8s} {fmt(ms, '.3f', 9)} {tf_text:>9s} {fmt(ratio, '.2f', 8)} "
+        print(f"  {peer:9s} {fmt(ms, '.3f', 8)} {tf_text:>9s} {fmt(ratio, '.2f', 8)} "
               f"{fmt(res.get('err'), '.1e', 9)} {fmt(res.get('err_scaled'), '.1e', 9)} "
               f"{fmt(res.get('lse_err'), '.1e', 9)}  {peer_note(case, peer)}")
     if "flex" in case["peers"] and "err" in case["peers"]["flex"]:
@@ -760,7 +780,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--head-dims", type=int_list, help="comma-separated head dims (default 64,128)")
     ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="input dtype (default bf16)")
     ap.add_argument("--quick", action="store_true", help="seq 4096 only (head_dim 64 and 128)")
-    ap.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated subset of {','.join(PEERS)}")
+    ap.add_argument("--peers", default=",".join(PEERS),
+                    help=f"comma-separated subset of {','.join(PEERS + EXTRA_PEERS)} (default: all but {','.join(EXTRA_PEERS)})")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls after the first (compiling) call")
     ap.add_argument("--rep", type=int, default=100, help=f"most timed calls per peer (at least {MIN_REP}; "
                     f"fewer when a call is long: about {PEER_TARGET_MS:.0f} ms of GPU time per peer)")
@@ -776,9 +797,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args.seqs = args.seqs or ([4096] if args.quick else DEFAULT_SEQS)
     args.head_dims = args.head_dims or DEFAULT_HEAD_DIMS
     args.peers = [p.strip() for p in args.peers.split(",") if p.strip()]
-    unknown = [p for p in args.peers if p not in PEERS]
+    unknown = [p for p in args.peers if p not in PEERS + EXTRA_PEERS]
     if unknown:
-        ap.error(f"unknown peers {unknown}: choose from {PEERS}")
+        ap.error(f"unknown peers {unknown}: choose from {PEERS + EXTRA_PEERS}")
     if "splat" in args.peers:  # the reference for the others' errors: run it first
         args.peers.remove("splat")
         args.peers.insert(0, "splat")
