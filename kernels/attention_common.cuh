@@ -1,7 +1,8 @@
 /* attention_common.cuh — the per-sub-tile steps both fused attention tile kernels share
  * (attention_tile.cuh on mma.sync, attention_wgmma.cuh on wgmma): the closed-form mask of
- * predicated runs, the online softmax, and the epilogue that writes O / l and the
- * log-sum-exp. Both kernels hold a warp's 16 x KT scores and its 16 x head_dim output in
+ * predicated runs, the online softmax, the epilogue that writes O / l and the
+ * log-sum-exp, and, for the chunks of a split tile, the partial store and the kernel that
+ * merges the chunks. Both kernels hold a warp's 16 x KT scores and its 16 x head_dim output in
  * the same register layout (the m16n8 accumulator, repeated over 8-column blocks j):
  *     s[4j + 2hf + e]  row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e
  *     o[4j + 2hf + e]  the same rows, head_dim column 8j + 2t + e
@@ -14,6 +15,13 @@
 
 #ifndef SPLAT_KERNELS_ATTENTION_COMMON_CUH
 #define SPLAT_KERNELS_ATTENTION_COMMON_CUH
+
+/* Row r (of its tile) of workspace slot `slot` for batch*head bh: head_dim floats of O,
+ * then m and l. */
+SPLAT_DEV float *splat_attn_part_row(const splat_attention_params &P, int slot, int64_t bh, int r,
+                                     int64_t BH) {
+  return P.part + (((int64_t)slot * BH + bh) * P.part_rows + r) * (SPLAT_HEAD_DIM + 2);
+}
 
 /* Predicated runs: entries whose gathered key lies in none of the row's intervals for the
  * run's group become -inf (rows past the block's last have no intervals). iv, niv: the
@@ -111,6 +119,36 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       if (P.lse.data && t == 0) {
         ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
             lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+      }
+    }
+  }
+}
+
+/* A chunk of a split tile: its unnormalised O and its m, l (quad-summed) per row, to
+ * workspace slot `slot` (rows rb + r0, rb + r0 + 8 of the tile, below nrows), for
+ * splat_attn_merge. */
+template <int NO>
+SPLAT_DEV void splat_attn_store_part(const splat_attention_params &P, const float (&o)[NO],
+                                     const float (&m)[2], const float (&l)[2], int slot,
+                                     int64_t bh, int rb, int r0, int nrows, int t) {
+  const int64_t BH = P.shape.batch * P.shape.heads;
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    float lt = l[hf];
+    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    const int r = r0 + 8 * hf;
+    if (r < nrows) {
+      float *row = splat_attn_part_row(P, slot, bh, rb + r, BH);
+#pragma unroll
+      for (int j = 0; j < NO / 4; j++) {
+        const int d = 8 * j + 2 * t;
+        if (d < SPLAT_HEAD_DIM) row[d] = o[4 * j + 2 * hf];
+        if (d + 1 < SPLAT_HEAD_DIM) row[d + 1] = o[4 * j + 2 * hf + 1];
+      }
+      if (t == 0) {
+        row[SPLAT_HEAD_DIM] = m[hf];
+        row[SPLAT_HEAD_DIM + 1] = lt;
       }
     }
   }

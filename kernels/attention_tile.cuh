@@ -17,8 +17,11 @@
  * sub-tile none of its rows touches. O is divided by the row sum once at the end and
  * written to the original rows; rows with no entries get zeros and lse = -inf.
  *
+ * A chunk of a split tile (P.pat.slots[tile] >= 0) leaves partial results for the merge
+ * kernel (attention_merge.cuh) instead of O.
+ *
  * Prelude: SPLAT_DT (Q, K, V, O), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS, SPLAT_WARPS, SPLAT_KT,
- * SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, and the two kernel names. */
+ * SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, and the three kernel names. */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -26,6 +29,8 @@
 #include "pipeline.cuh"
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
+
+#include "attention_merge.cuh"
 
 #define SPLAT_DP ((SPLAT_HEAD_DIM + 15) / 16 * 16) /* head_dim padded to 16 */
 #define SPLAT_LD (SPLAT_DP + 8)                    /* shared Q/K/V row stride (halves) */
@@ -58,9 +63,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
   splat_dev_tile tile;
-  int bh0;
-  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
+  int ti, rb, bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
   if (nrows <= 0) return;
+  const int slot = P.pat.slots ? P.pat.slots[ti] : -1; /* a chunk of a split tile: partials */
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int64_t BH = P.shape.batch * P.shape.heads;
@@ -188,7 +194,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_cp_async_wait<0>();
 
     /* O / l and the log-sum-exp, to the original rows. */
-    if (warp_active) splat_attn_store<SPLAT_DP / 2>(P, o, m, l, b, h, sRow, 16 * warp + g, nrows, t);
+    if (warp_active && slot >= 0) {
+      splat_attn_store_part<SPLAT_DP / 2>(P, o, m, l, slot, bh, rb, 16 * warp + g, nrows, t);
+    } else if (warp_active) {
+      splat_attn_store<SPLAT_DP / 2>(P, o, m, l, b, h, sRow, 16 * warp + g, nrows, t);
+    }
   }
 }
 

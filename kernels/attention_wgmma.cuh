@@ -14,9 +14,11 @@
  * input dtype straight from the S accumulator registers is the register A operand of
  * O += P V (wgmma m64n{64,128}k16, V MN-major through the transpose bit). A warpgroup
  * skips a predicated sub-tile none of its rows touches. O / l and the log-sum-exp go to the
- * original rows; rows without entries get zeros and -inf.
+ * original rows; rows without entries get zeros and -inf. A chunk of a split tile leaves
+ * partial results for the merge kernel instead (attention_merge.cuh).
  *
- * Prelude: as attention_tile.cuh, plus SPLAT_WGMMA_PATH (this file is the template). */
+ * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x warpgroups), plus the merge kernel's
+ * name (attention_merge.cuh). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -26,7 +28,11 @@
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
 
+#include "attention_merge.cuh"
+
 #define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
+static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
+              "the wgmma attention kernel takes 1 or 2 warpgroups");
 #define SPLAT_TQ (64 * SPLAT_WGS) /* query rows per CTA: 64 per consumer warpgroup */
 #define SPLAT_THREADS (128 * SPLAT_WGS)
 #define SPLAT_DP SPLAT_HEAD_DIM /* 64 or 128: whole 64-column panels */
@@ -60,9 +66,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
   splat_dev_tile tile;
-  int bh0;
-  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
+  int ti, rb, bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
   if (nrows <= 0) return;
+  const int slot = P.pat.slots ? P.pat.slots[ti] : -1; /* a chunk of a split tile: partials */
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int r0 = 64 * wg + 16 * warp + g; /* this thread's rows r0, r0 + 8 of the block */
@@ -171,7 +178,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_cp_async_wait<0>();
 
     /* O / l and the log-sum-exp, to the original rows. */
-    splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
+    if (slot >= 0) {
+      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, bh, rb, r0, nrows, t);
+    } else {
+      splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
+    }
   }
 }
 

@@ -44,6 +44,11 @@ typedef struct splat_dev_pattern {
   const int32_t *perm;     /* [seq_q] original row of each permuted position */
   const splat_dev_tile *tiles;
   const splat_dev_run *runs;
+  /* Fused attention with split tiles (else NULL): per tile, the workspace slot its partial
+   * result goes to, or -1 (a whole tile, written directly); and the split tiles to merge,
+   * [nmerge] x (row_begin, nrows, first slot, slots). */
+  const int32_t *slots;
+  const int32_t *merge;
   int64_t seq_q, seq_k;
 } splat_dev_pattern;
 
@@ -87,13 +92,18 @@ typedef struct splat_spmm_params {
   splat_dev_shape shape;
 } splat_spmm_params;
 
-/* out = softmax(scale * Q K^T) V under the mask; lse optional. */
+/* out = softmax(scale * Q K^T) V under the mask; lse optional. part: the workspace of
+ * split tiles (NULL without), [slots][batch * heads][part_rows][head_dim + 2] fp32: a
+ * chunk's unnormalised O, then its running max m (base 2) and sum l per row. */
 typedef struct splat_attention_params {
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
+  float *part;
   splat_dev_shape shape;
   float scale_log2; /* scale * log2(e) */
   float scale;
+  int32_t part_rows; /* rows per slot: the plan's tile_q */
+  int32_t pad;
 } splat_attention_params;
 
 #endif

@@ -28,17 +28,17 @@ SPLAT_DEV void splat_tile_block(int &tile, int &rblock, int &bh0) {
   rblock = (int)(rest / gridDim.y);
 }
 
-/* The CTA's block: TQ rows of its query tile (`tile`), from row block rblock * TQ; bh0 is
- * its first batch*head. Returns the block's row count (<= 0: none). The first TQ threads
- * write the block's original rows to sRow[0 .. TQ) (0 past the count); they are visible
- * after the next barrier. */
+/* The CTA's block: TQ rows of its query tile (`tile`, index ti), from row rb = rblock * TQ
+ * of the tile; bh0 is its first batch*head. Returns the block's row count (<= 0: none).
+ * The first TQ threads write the block's original rows to sRow[0 .. TQ) (0 past the
+ * count); they are visible after the next barrier. */
 template <int TQ>
-SPLAT_DEV int splat_tile_rows(const splat_dev_pattern &pat, splat_dev_tile &tile, int &bh0,
-                              int *sRow) {
-  int ti, rblock;
+SPLAT_DEV int splat_tile_rows(const splat_dev_pattern &pat, splat_dev_tile &tile, int &ti, int &rb,
+                              int &bh0, int *sRow) {
+  int rblock;
   splat_tile_block(ti, rblock, bh0);
   tile = pat.tiles[ti];
-  const int rb = rblock * TQ;
+  rb = rblock * TQ;
   const int nrows = tile.nrows - rb < TQ ? tile.nrows - rb : TQ;
   if (nrows > 0 && threadIdx.x < TQ) {
     sRow[threadIdx.x] = (int)threadIdx.x < nrows ? pat.perm[tile.row_begin + rb + threadIdx.x] : 0;

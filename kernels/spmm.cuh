@@ -105,8 +105,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
   /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
   splat_dev_tile tile;
-  int bh0;
-  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, bh0, sRow);
+  int ti, rb, bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
   if (nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & 7;
   const int64_t BH = P.shape.batch * P.shape.heads;

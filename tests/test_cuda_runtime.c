@@ -1,6 +1,7 @@
 /* test_cuda_runtime.c — the CUDA runtime layer without a GPU: the driver table's
  * no-device answer and error mapping, the hash, logging defaults, code generation
- * from embedded templates, the choice of attention tile kernel, NVRTC compiles of smoke.cuh for
+ * from embedded templates, the choice of attention tile kernel, the split of long
+ * attention tiles, NVRTC compiles of smoke.cuh for
  * sm_90a and sm_80 with the ptxas report, compile errors, the memory and disk kernel caches
  * (corruption, unwritable directories, 4 concurrent writer processes), list/clear and
  * SPLAT_DUMP_DIR. NVRTC tests are skipped (not passed) only when NVRTC cannot be
@@ -20,6 +21,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "cuda/attn_split.h"
 #include "cuda/codegen.h"
 #include "cuda/cuda_types.h"
 #include "cuda/driver.h"
@@ -282,6 +284,105 @@ static void test_kernel_choice(void) {
              strstr(splat__thread_error(), "1 or 2"),
          "'%s'", splat__thread_error());
   unsetenv("SPLAT_ATTN_WARPGROUPS");
+}
+
+/* ------------------------------------------------------------ split attention tiles */
+
+/* The (group, key tile, predicate) triples a tile's runs cover, in run order. */
+static int64_t expand_tile(const splat_dev_tile *t, const splat_dev_run *runs, int tile_k,
+                           int64_t *out) {
+  int64_t n = 0;
+  for (int32_t r = 0; r < t->nruns; r++) {
+    const splat_dev_run *u = &runs[t->run_begin + r];
+    for (int32_t k = 0; k < u->ntiles; k++) {
+      out[n++] = ((((int64_t)u->phase * 131 + u->stride) * 7 + u->width) * 1000003 +
+                  (u->base + (int64_t)k * tile_k)) *
+                     2 +
+                 u->predicate;
+    }
+  }
+  return n;
+}
+
+/* Random tiles split at random limits: every chunk of a tile within the limit, the chunks
+ * together covering exactly the tile's key tiles in order, slots and merge entries
+ * consistent; tiles within the limit copied. */
+static void test_attn_split(void) {
+  enum { NT = 40, MAXR = 6 };
+  splat_dev_tile tiles[NT];
+  splat_dev_run runs[NT * MAXR];
+  uint64_t seed = 12345;
+  int bad = 0;
+  for (int trial = 0; trial < 200 && !bad; trial++) {
+    int nr = 0;
+    for (int i = 0; i < NT; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      const int nruns = (int)((seed >> 33) % MAXR);
+      tiles[i].row_begin = 128 * i;
+      tiles[i].nrows = 1 + (int)((seed >> 20) % 128);
+      tiles[i].run_begin = nr;
+      tiles[i].nruns = nruns;
+      for (int r = 0; r < nruns; r++, nr++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        splat_dev_run u = {
+            (int)(seed >> 60),        1 + (int)((seed >> 50) % 3), 1, 64 * (int)((seed >> 40) % 50),
+            (int)((seed >> 33) % 40), (int)((seed >> 30) & 1),     0, 0};
+        runs[nr] = u;
+      }
+    }
+    const int tile_k = 64, max_k = 1 + trial % 17;
+    splat__attn_split sp;
+    if (splat__attn_split_build(tiles, NT, runs, tile_k, max_k, &sp) != SPLAT_OK) {
+      bad = 1;
+      break;
+    }
+    static int64_t want[NT * MAXR * 40], got[NT * MAXR * 40];
+    int64_t o = 0, nslots = 0, nmerge = 0;
+    for (int i = 0; i < NT && !bad; i++) {
+      const int64_t nw = expand_tile(&tiles[i], runs, tile_k, want);
+      if (nw <= max_k) { /* copied whole */
+        bad |= o >= sp.ntiles || sp.slots[o] != -1 ||
+               expand_tile(&sp.tiles[o], sp.runs, tile_k, got) != nw ||
+               memcmp(want, got, (size_t)nw * sizeof *want) != 0;
+        o++;
+        continue;
+      }
+      const int32_t *m = &sp.merge[4 * nmerge++];
+      const int64_t chunks = (nw + max_k - 1) / max_k;
+      bad |=
+          m[0] != tiles[i].row_begin || m[1] != tiles[i].nrows || m[2] != nslots || m[3] != chunks;
+      int64_t ng = 0;
+      for (int64_t c = 0; c < chunks && !bad; c++, o++) {
+        const int64_t n = expand_tile(&sp.tiles[o], sp.runs, tile_k, got + ng);
+        bad |= n < 1 || n > max_k || sp.slots[o] != nslots + c ||
+               sp.tiles[o].row_begin != tiles[i].row_begin || sp.tiles[o].nrows != tiles[i].nrows;
+        ng += n;
+      }
+      bad |= ng != nw || memcmp(want, got, (size_t)nw * sizeof *want) != 0;
+      nslots += chunks;
+    }
+    bad |= o != sp.ntiles || nslots != sp.nslots || nmerge != sp.nmerge;
+    CHECKF(!bad, "split trial %d (limit %d)", trial, max_k);
+    splat__attn_split_free(&sp);
+  }
+  /* No limit: everything copied. */
+  splat__attn_split sp;
+  CHECK(splat__attn_split_build(tiles, NT, runs, 64, 0, &sp) == SPLAT_OK);
+  CHECK(sp.ntiles == NT && sp.nmerge == 0 && sp.nslots == 0);
+  splat__attn_split_free(&sp);
+
+  int k = -1;
+  unsetenv("SPLAT_ATTN_SPLIT");
+  CHECK(splat__attn_split_env(&k) == SPLAT_OK && k == 0);
+  setenv("SPLAT_ATTN_SPLIT", "16", 1);
+  CHECK(splat__attn_split_env(&k) == SPLAT_OK && k == 16);
+  setenv("SPLAT_ATTN_SPLIT", "16x", 1);
+  CHECK(splat__attn_split_env(&k) == SPLAT_ERR_INVALID_ARGUMENT && k == 0);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_SPLIT=16x") != NULL, "'%s'",
+         splat__thread_error());
+  setenv("SPLAT_ATTN_SPLIT", "-1", 1);
+  CHECK(splat__attn_split_env(&k) == SPLAT_ERR_INVALID_ARGUMENT);
+  unsetenv("SPLAT_ATTN_SPLIT");
 }
 
 /* ------------------------------------------------------------ NVRTC */
@@ -793,6 +894,7 @@ int main(void) {
   test_hash();
   test_codegen();
   test_kernel_choice();
+  test_attn_split();
   test_ptxas_parse();
   test_nvrtc();
   test_cache(tmp);

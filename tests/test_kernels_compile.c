@@ -121,12 +121,14 @@ int main(void) {
   printf("%-58s %-7s %4s %6s %6s %7s\n", "kernel", "arch", "regs", "spills", "stack", "smem");
   for (int j = 0; j < njobs; j++) {
     job *jb = &jobs[j];
-    char rows[160], tile[160];
+    char rows[160], tile[160], merge[160];
     splat__kspec_names(&jb->spec, rows, tile, sizeof rows);
+    splat__kspec_merge_name(&jb->spec, merge, sizeof merge);
     CHECKF(jb->st == SPLAT_OK, "%s (%s) failed to compile:\n%s", rows, jb->arch,
            jb->log ? jb->log : "(no log)");
     if (jb->st == SPLAT_OK) {
       report(jb, tile, splat__kspec_tile_smem(&jb->spec));
+      report(jb, merge, 0);
       report(jb, rows, 0);
     }
     free(jb->src);

@@ -662,8 +662,9 @@ static int cmd_codegen(int argc, char **argv) {
   int rc = 0;
   for (int o = 0; o < SPLAT__KOP_COUNT; o++) {
     if (index[o] < 0) continue;
-    char rows[160], tile[160], program[176], *src = NULL;
+    char rows[160], tile[160], merge[160], program[176], *src = NULL;
     splat__kspec_names(&specs[o], rows, tile, sizeof rows);
+    splat__kspec_merge_name(&specs[o], merge, sizeof merge);
     splat__kspec_program(&specs[o], program, sizeof program);
     st = splat__kspec_source(&specs[o], &src);
     if (st != SPLAT_OK) return fail("generating the source", st, NULL);
@@ -673,6 +674,7 @@ static int cmd_codegen(int argc, char **argv) {
       printf("// ======== %s for %s: %s in %.1f ms, cubin %zu bytes\n", program, arch,
              splat__cache_hit_name(k->hit), k->ms, k->bin.cubin_size);
       if (tile[0]) print_ptxas(k->bin.log, tile, arch, splat__kspec_tile_smem(&specs[o]));
+      if (merge[0]) print_ptxas(k->bin.log, merge, arch, 0);
       print_ptxas(k->bin.log, rows, arch, 0);
     }
     free(src);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "cuda/attn_split.h"
 #include "cuda/backend.h"
 #include "cuda/driver.h"
 #include "cuda/kcompile.h"
@@ -69,6 +70,13 @@ struct splat__cuda_plan {
   CUdeviceptr meta; /* one allocation for all metadata */
   splat_dev_pattern pat;
   int64_t ntiles, regular_rows;
+  /* The fused attention's tiles: pat's, or with SPLAT_ATTN_SPLIT the split ones (slots,
+   * merge list) and their workspace `part` (nslots x batch*heads x tile_q x (D + 2) fp32;
+   * calls of one plan on two streams at once would share it). */
+  splat_dev_pattern attn_pat;
+  int64_t attn_ntiles, nmerge;
+  CUdeviceptr part;
+  CUfunction merge; /* the merge kernel of split tiles (attention module) */
   splat__kspec spec[SPLAT__KOP_COUNT];
   CUmodule mod[SPLAT__KOP_COUNT];
   CUfunction rows[SPLAT__KOP_COUNT];
@@ -116,6 +124,21 @@ static int cmp_tile_cost(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* The workspace of split tiles: nslots x batch*heads x tile_q rows x (head_dim + 2) fp32. */
+static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int64_t nslots) {
+  const splat_plan_desc *d = &plan->desc;
+  const double bytes =
+      (double)nslots * (double)(d->batch * d->heads) * plan->tiles.tile_q * (d->head_dim + 2) * 4.0;
+  if (bytes > (double)(1ull << 32)) {
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "splat_plan_create: the workspace of %lld split attention tiles would take "
+                       "%.1f GiB; raise SPLAT_ATTN_SPLIT (key tiles per chunk) or set it to 0",
+                       (long long)nslots, bytes / (double)(1ull << 30));
+  }
+  return splat__cuda_check(drv->cuMemAlloc(&p->part, (size_t)bytes ? (size_t)bytes : 256),
+                           "cuMemAlloc (the workspace of split attention tiles)");
+}
+
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
@@ -159,7 +182,16 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
         r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, 0, 0};
     runs[i] = d;
   }
-  int64_t off[7];
+  /* The fused attention's tiles, split where a tile has more than SPLAT_ATTN_SPLIT key
+   * tiles (off by default). */
+  splat__attn_split split;
+  memset(&split, 0, sizeof split);
+  int max_ktiles = 0;
+  if (st == SPLAT_OK) st = splat__attn_split_env(&max_ktiles);
+  if (st == SPLAT_OK && max_ktiles > 0) {
+    st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, max_ktiles, &split);
+  }
+  int64_t off[11];
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
     off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
@@ -169,7 +201,11 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
     off[4] = stage_add(&s, t->perm, (size_t)a->seq_q * 4);
     off[5] = stage_add(&s, tiles, (size_t)t->ntiles * sizeof *tiles);
     off[6] = stage_add(&s, runs, (size_t)t->nruns * sizeof *runs);
-    for (int i = 0; i < 7; i++) {
+    off[7] = stage_add(&s, split.tiles, (size_t)split.ntiles * sizeof *split.tiles);
+    off[8] = stage_add(&s, split.runs, (size_t)split.nruns * sizeof *split.runs);
+    off[9] = stage_add(&s, split.slots, (size_t)split.ntiles * sizeof *split.slots);
+    off[10] = stage_add(&s, split.merge, (size_t)split.nmerge * 4 * sizeof *split.merge);
+    for (int i = 0; i < 11; i++) {
       if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
     }
   }
@@ -194,7 +230,19 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
     p->pat.seq_k = a->seq_k;
     p->ntiles = t->ntiles;
     p->regular_rows = t->regular_rows;
+    p->attn_pat = p->pat;
+    p->attn_ntiles = t->ntiles;
+    if (split.nmerge > 0) {
+      p->attn_pat.tiles = (const splat_dev_tile *)(uintptr_t)(m + (CUdeviceptr)off[7]);
+      p->attn_pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[8]);
+      p->attn_pat.slots = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[9]);
+      p->attn_pat.merge = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[10]);
+      p->attn_ntiles = split.ntiles;
+      p->nmerge = split.nmerge;
+      st = alloc_part(p, plan, split.nslots);
+    }
   }
+  splat__attn_split_free(&split);
   free(s.buf);
   free(tiles);
   free(runs);
@@ -213,6 +261,12 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
   if (st == SPLAT_OK) {
     st = splat__cuda_check(drv->cuModuleGetFunction(&p->rows[op], p->mod[op], rows),
                            "cuModuleGetFunction (row kernel)");
+  }
+  char merge[160];
+  splat__kspec_merge_name(s, merge, sizeof merge);
+  if (st == SPLAT_OK && merge[0]) {
+    st = splat__cuda_check(drv->cuModuleGetFunction(&p->merge, p->mod[op], merge),
+                           "cuModuleGetFunction (merge kernel)");
   }
   if (st == SPLAT_OK && s->tile) {
     p->tile_smem[op] = splat__kspec_tile_smem(s);
@@ -267,6 +321,7 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
       if (p->mod[op]) drv->cuModuleUnload(p->mod[op]);
     }
     if (p->meta) drv->cuMemFree(p->meta);
+    if (p->part) drv->cuMemFree(p->part);
     pop();
   }
   free(p);
@@ -341,14 +396,14 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
 
 /* Tile kernel of op: grid (query tiles, batch x heads, row blocks), where a CTA of
  * 16 x warps rows takes one row block of a query tile (tile_q / (16 x warps) blocks). */
-static splat_status launch_tile(const splat_plan *plan, splat__kop op, splat_stream stream,
-                                void *params) {
+static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t ntiles,
+                                splat_stream stream, void *params) {
   const splat__cuda_plan *p = plan->cuda;
-  if (p->ntiles == 0) return SPLAT_OK;
+  if (ntiles == 0) return SPLAT_OK;
   const int tq = 16 * p->spec[op].warps;
   const unsigned gz = (unsigned)((plan->tiles.tile_q + tq - 1) / tq);
   void *args[1] = {params};
-  CU(drv->cuLaunchKernel(p->tile[op], (unsigned)p->ntiles, grid_y(plan), gz,
+  CU(drv->cuLaunchKernel(p->tile[op], (unsigned)ntiles, grid_y(plan), gz,
                          (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
                          (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
      "cuLaunchKernel");
@@ -378,7 +433,12 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   if (st != SPLAT_OK) return st;
   if (p->tile[op] && tile_ok) {
     *shape = dev_shape(plan, 0, 0);
-    st = launch_tile(plan, op, stream, params);
+    st = launch_tile(plan, op, op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream,
+                     params);
+    /* Split attention tiles: merge the chunks' partial results. */
+    if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {
+      st = launch(p->merge, (unsigned)p->nmerge, grid_y(plan), 128, 0, stream, params);
+    }
     if (st == SPLAT_OK) {
       st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, shape, params,
                        stream);
@@ -456,7 +516,12 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   const splat__cuda_plan *p = plan->cuda;
   splat_attention_params prm;
   memset(&prm, 0, sizeof prm);
-  prm.pat = p->pat;
+  const int tile_ok = tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v);
+  /* The tile path runs the attention tiles (split ones with their workspace); the row
+   * kernel alone needs neither. */
+  prm.pat = p->tile[SPLAT__KOP_ATTENTION] && tile_ok ? p->attn_pat : p->pat;
+  prm.part = (float *)(uintptr_t)p->part;
+  prm.part_rows = plan->tiles.tile_q;
   prm.q = dev_tensor(q);
   prm.k = dev_tensor(k);
   prm.v = dev_tensor(v);
@@ -464,7 +529,5 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
-  return launch_op(plan, SPLAT__KOP_ATTENTION,
-                   tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v), &prm.shape, &prm,
-                   stream);
+  return launch_op(plan, SPLAT__KOP_ATTENTION, tile_ok, &prm.shape, &prm, stream);
 }

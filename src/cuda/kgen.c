@@ -114,6 +114,14 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
   }
 }
 
+void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap) {
+  if (s->op == SPLAT__KOP_ATTENTION && s->tile) {
+    snprintf(buf, cap, "splat_attn_merge_%s_d%d", dname(s->dt), s->head_dim);
+  } else if (cap) {
+    buf[0] = '\0';
+  }
+}
+
 int splat__kspec_tile_smem(const splat__kspec *s) {
   if (!s->tile) return 0;
   /* Mirrors SPLAT_SDDMM_SMEM / SPLAT_SPMM_SMEM / SPLAT_ATTN_SMEM of kernels/sddmm.cuh,
@@ -180,8 +188,8 @@ void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
 
 /* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
  * launch gives the tile kernel, which each tile kernel static_asserts against its own
- * layout), then the kernel names; kept alive for splat__codegen. */
-enum { NINT = 11, NDEF = NINT + 3 };
+ * layout), then the kernel names (row, merge, tile); kept alive for splat__codegen. */
+enum { NINT = 11, NDEF = NINT + 4 };
 
 splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   char rows[160], tile[160], comment[1024];
@@ -223,7 +231,7 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
                                  "SPLAT_HEAD_DIM",  "SPLAT_MAX_SEGS", "SPLAT_WARPS",
                                  "SPLAT_KT",        "SPLAT_TILE_K",   "SPLAT_STAGES",
                                  "SPLAT_ROW_WARPS", "SPLAT_TILE_SMEM"};
-  char text[NINT][16], rows_name[48], tile_name[48];
+  char text[NINT][16], rows_name[48], tile_name[48], merge[160];
   splat__define defs[NDEF];
   int n = 0;
   for (int i = 0; i < NINT; i++, n++) {
@@ -234,6 +242,11 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   snprintf(rows_name, sizeof rows_name, "SPLAT_%s_ROWS_NAME", N);
   defs[n].name = rows_name;
   defs[n++].value = rows;
+  splat__kspec_merge_name(s, merge, sizeof merge);
+  if (merge[0]) {
+    defs[n].name = "SPLAT_ATTN_MERGE_NAME";
+    defs[n++].value = merge;
+  }
   if (s->tile) {
     snprintf(tile_name, sizeof tile_name, "SPLAT_%s_TILE_NAME", N);
     defs[n].name = tile_name;

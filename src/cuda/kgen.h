@@ -48,6 +48,10 @@ int splat__kspec_table_segs(const splat_report *r);
  * q128_k128_kt64_s2_k8". buf: host, cap chars. The tile name is "" when !s->tile. */
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
 
+/* The merge kernel of split tiles (attention specs with a tile kernel): its name, e.g.
+ * "splat_attn_merge_bf16_d64", or "" for other specs. buf: host, cap chars. */
+void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
+
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
 int splat__kspec_tile_smem(const splat__kspec *s);
 /* Threads per CTA of the tile and row kernels. */
