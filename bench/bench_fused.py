@@ -11,8 +11,9 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
-  splat-wg2  (opt-in, --peers ...,splat-wg2) splat with SPLAT_ATTN_WARPGROUPS=2: the
-           experimental two-warpgroup kernel, against the default one in one process
+  splat-wg2, splat-split, splat-wg2-split  (opt-in: --peers ...,splat-wg2) splat with
+           SPLAT_ATTN_WARPGROUPS=2 and/or SPLAT_ATTN_SPLIT=32, the experimental kernel
+           options, against the default in one process
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
@@ -74,9 +75,14 @@ DEFAULT_SPECS = [
 DEFAULT_SEQS = [4096, 16384, 65536]
 DEFAULT_HEAD_DIMS = [64, 128]
 PEERS = ["splat", "flex", "sdpa", "masked", "unfused"]
-# Opt-in peers: splat with SPLAT_ATTN_WARPGROUPS=2 (the experimental two-warpgroup
-# kernel), timed in the same process as the default one.
-EXTRA_PEERS = ["splat-wg2"]
+# Opt-in peers: splat with the environment of an experimental kernel option, timed in
+# the same process as the default: two warpgroups per CTA, split long tiles, both.
+VARIANT_ENV = {
+    "splat-wg2": {"SPLAT_ATTN_WARPGROUPS": "2"},
+    "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
+    "splat-wg2-split": {"SPLAT_ATTN_WARPGROUPS": "2", "SPLAT_ATTN_SPLIT": "32"},
+}
+EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16
 CHECK_SEQ = 1000  # dense mask_mod check against splat: awkward on purpose
 CHECK_ROWS = 24  # random rows checked at the case's seq, besides the edges
@@ -351,19 +357,24 @@ def splat_setup(ctx, case, peer: str = "splat"):
     return run
 
 
-def splat_wg2_setup(ctx, case):
-    """splat's plan built with SPLAT_ATTN_WARPGROUPS=2 (read at plan creation); the plan
-    cache is emptied around it so this peer and the default one never share a plan."""
-    plan_cache.clear()
-    old = os.environ.get("SPLAT_ATTN_WARPGROUPS")
-    os.environ["SPLAT_ATTN_WARPGROUPS"] = "2"
-    try:
-        return splat_setup(ctx, case, "splat-wg2")
-    finally:
-        if old is None:
-            del os.environ["SPLAT_ATTN_WARPGROUPS"]
-        else:
-            os.environ["SPLAT_ATTN_WARPGROUPS"] = old
+def variant_setup(peer: str):
+    """A setup for splat's plan built under VARIANT_ENV[peer] (read at plan creation); the
+    plan cache is emptied first so variants and the default never share a plan."""
+
+    def setup(ctx, case):
+        plan_cache.clear()
+        saved = {name: os.environ.get(name) for name in VARIANT_ENV[peer]}
+        os.environ.update(VARIANT_ENV[peer])
+        try:
+            return splat_setup(ctx, case, peer)
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = value
+
+    return setup
 
 
 def flex_block_mask(ctx, spec: str, seq: int):
@@ -473,8 +484,9 @@ def unfused_setup(ctx, case):
 
 
 SETUPS = {"splat": splat_setup, "flex": flex_setup, "sdpa": sdpa_setup,
-          "masked": masked_setup, "unfused": unfused_setup, "splat-wg2": splat_wg2_setup}
-SAME_FUNCTION = ("flex", "masked", "unfused", "splat-wg2")  # compared with splat's output
+          "masked": masked_setup, "unfused": unfused_setup,
+          **{peer: variant_setup(peer) for peer in VARIANT_ENV}}
+SAME_FUNCTION = ("flex", "masked", "unfused", *VARIANT_ENV)  # compared with splat's output
 
 
 # ---------------------------------------------------------------- one case
@@ -620,12 +632,12 @@ def print_case(case, elapsed_case: float, elapsed_total: float) -> None:
         print(f"  REFUSED: {case['refused']}")
         return
     splat_ms = case["peers"].get("splat", {}).get("ms")
-    print(f"  {'peer':9s} {'ms':>8s} {'TFLOP/s':>9s} {'splat x':>8s} {'err':>9s} {'scaled':>9s} {'lse err':>9s}  notes")
+    print(f"  {'peer':15s} {'ms':>8s} {'TFLOP/s':>9s} {'splat x':>8s} {'err':>9s} {'scaled':>9s} {'lse err':>9s}  notes")
     for peer, res in case["peers"].items():
         ms, tf = res.get("ms"), peer_tflops(case, peer)
         tf_text = f"({tf:.1f})" if peer == "sdpa" and tf is not None else fmt(tf, ".1f", 9)
         ratio = ms / splat_ms if ms and splat_ms else None
-        print(f"  {peer:9s} {fmt(ms, '.3f', 8)} {tf_text:>9s} {fmt(ratio, '.2f', 8)} "
+        print(f"  {peer:15s} {fmt(ms, '.3f', 8)} {tf_text:>9s} {fmt(ratio, '.2f', 8)} "
               f"{fmt(res.get('err'), '.1e', 9)} {fmt(res.get('err_scaled'), '.1e', 9)} "
               f"{fmt(res.get('lse_err'), '.1e', 9)}  {peer_note(case, peer)}")
     if "flex" in case["peers"] and "err" in case["peers"]["flex"]:
