@@ -16,6 +16,12 @@
 #ifndef SPLAT_KERNELS_ATTENTION_COMMON_CUH
 #define SPLAT_KERNELS_ATTENTION_COMMON_CUH
 
+/* The sum over the 4 lanes of a quad (the threads holding one row). */
+SPLAT_DEV float splat_quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
 /* Row r (of its tile) of workspace slot `slot` for batch*head bh: head_dim floats of O,
  * then m and l. */
 SPLAT_DEV float *splat_attn_part_row(const splat_attention_params &P, int slot, int64_t bh, int r,
@@ -97,9 +103,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
                                 const int *sRow, int r0, int nrows, int t) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
-    float lt = l[hf];
-    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    const float lt = splat_quad_sum(l[hf]);
     const int r = r0 + 8 * hf;
     if (r < nrows) {
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
@@ -134,9 +138,7 @@ SPLAT_DEV void splat_attn_store_part(const splat_attention_params &P, const floa
   const int64_t BH = P.shape.batch * P.shape.heads;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
-    float lt = l[hf];
-    lt += __shfl_xor_sync(0xffffffffu, lt, 1);
-    lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+    const float lt = splat_quad_sum(l[hf]);
     const int r = r0 + 8 * hf;
     if (r < nrows) {
       float *row = splat_attn_part_row(P, slot, bh, rb + r, BH);
