@@ -266,7 +266,9 @@ SPLAT_API splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs,
                                   const splat_tensor *v, const splat_tensor *out,
                                   splat_stream stream);
 /* Fused forward: out = attention(q, k, v) under the pattern; lse as in splat_softmax
- * (may be NULL). Empty rows give zeros and lse = -inf. */
+ * (may be NULL). Empty rows give zeros and lse = -inf. With the experimental
+ * SPLAT_ATTN_SPLIT (docs/cuda.md) the plan holds a workspace: its attention calls must not
+ * overlap on two streams. */
 SPLAT_API splat_status splat_attention(splat_plan *plan, const splat_tensor *q,
                                        const splat_tensor *k, const splat_tensor *v, float scale,
                                        const splat_tensor *out, const splat_tensor *lse,

@@ -324,9 +324,15 @@ static void test_attn_split(void) {
       tiles[i].nruns = nruns;
       for (int r = 0; r < nruns; r++, nr++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        splat_dev_run u = {
-            (int)(seed >> 60),        1 + (int)((seed >> 50) % 3), 1, 64 * (int)((seed >> 40) % 50),
-            (int)((seed >> 33) % 40), (int)((seed >> 30) & 1),     0, 0};
+        const int stride = 1 + (int)((seed >> 50) % 3), width = 1 + (int)((seed >> 45) % 3);
+        splat_dev_run u = {(int)(seed >> 60),
+                           stride,
+                           width,
+                           64 * (int)((seed >> 40) % 50),
+                           (int)((seed >> 33) % 40),
+                           (int)((seed >> 30) & 1),
+                           0,
+                           0};
         runs[nr] = u;
       }
     }

@@ -183,13 +183,14 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
     runs[i] = d;
   }
   /* The fused attention's tiles, split where a tile has more than SPLAT_ATTN_SPLIT key
-   * tiles (off by default). */
+   * tiles (off by default; only for the attention tile kernel). */
   splat__attn_split split;
   memset(&split, 0, sizeof split);
   int max_ktiles = 0;
   if (st == SPLAT_OK) st = splat__attn_split_env(&max_ktiles);
-  if (st == SPLAT_OK && max_ktiles > 0) {
+  if (st == SPLAT_OK && max_ktiles > 0 && p->tile[SPLAT__KOP_ATTENTION]) {
     st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, max_ktiles, &split);
+    if (split.nmerge == 0) splat__attn_split_free(&split); /* nothing was split */
   }
   int64_t off[11];
   if (st == SPLAT_OK) {
@@ -339,8 +340,9 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
     free(p);
     return st;
   }
-  st = upload(p, plan);
-  if (st == SPLAT_OK) st = build_kernels(p, plan);
+  /* Kernels first: the attention tiles are split only for a tile kernel. */
+  st = build_kernels(p, plan);
+  if (st == SPLAT_OK) st = upload(p, plan);
   pop();
   if (st != SPLAT_OK) {
     splat__cuda_plan_destroy(p);
@@ -437,7 +439,8 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
                      params);
     /* Split attention tiles: merge the chunks' partial results. */
     if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {
-      st = launch(p->merge, (unsigned)p->nmerge, grid_y(plan), 128, 0, stream, params);
+      const int64_t blocks = p->nmerge * ((plan->tiles.tile_q + 3) / 4); /* 4 rows each */
+      st = launch(p->merge, (unsigned)blocks, grid_y(plan), 128, 0, stream, params);
     }
     if (st == SPLAT_OK) {
       st = launch_rows(plan, op, p->regular_rows, plan->seq_q - p->regular_rows, shape, params,
