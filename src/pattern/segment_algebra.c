@@ -147,10 +147,24 @@ static int union_ranges(const splat__segment *a, int na, const splat__segment *b
   return n;
 }
 
+/* One sparse segment s and one range r (strided | window, dilated | global, ...): s's
+ * columns before r, r, s's columns after r — the pieces the sweep below emits, in the
+ * same order, without its per-step fronts (a quarter of the analysis of such patterns). */
+static int union_sparse_range(splat__segment s, splat__segment r, splat__segment *out, int cap) {
+  int n = push_clipped_seg(out, 0, cap, s, s.start, (int64_t)r.start - 1);
+  if (n >= 0) n = splat__seg_push(out, n, cap, r);
+  if (n >= 0) n = push_clipped_seg(out, n, cap, s, seg_last(r) + 1, seg_last(s));
+  return n;
+}
+
 /* A left-to-right sweep: pos is the first column not yet decided; each step emits
  * the next piece of the union from the fronts of both lists. */
 int splat__seg_union(const splat__segment *a, int na, const splat__segment *b, int nb,
                      splat__segment *out, int cap) {
+  if (na == 1 && nb == 1 && is_range(a[0]) != is_range(b[0])) {
+    return is_range(a[0]) ? union_sparse_range(b[0], a[0], out, cap)
+                          : union_sparse_range(a[0], b[0], out, cap);
+  }
   int ia = 0, ib = 0, n = 0, ranges = 1;
   for (int t = 0; t < na; t++) ranges &= a[t].stride == 1;
   for (int t = 0; t < nb; t++) ranges &= b[t].stride == 1;
