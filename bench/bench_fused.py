@@ -11,9 +11,11 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
-  splat-wg2, splat-split, splat-wg2-split  (opt-in: --peers ...,splat-wg2) splat with
-           SPLAT_ATTN_WARPGROUPS=2 and/or SPLAT_ATTN_SPLIT=32, the experimental kernel
-           options, against the default in one process
+  splat-ws, splat-ws-wg1, splat-ws-gather, splat-wg2, splat-split  (opt-in: --peers
+           ...,splat-ws) splat with SPLAT_ATTN_WS=1 (the warp-specialised TMA kernel; with
+           SPLAT_ATTN_WARPGROUPS=1 at head_dim 64, or SPLAT_ATTN_TMA=0: every key sub-tile
+           gathered by cp.async), SPLAT_ATTN_WARPGROUPS=2 or SPLAT_ATTN_SPLIT=32, the
+           kernel options, against the default in one process
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
@@ -76,11 +78,14 @@ DEFAULT_SEQS = [4096, 16384, 65536]
 DEFAULT_HEAD_DIMS = [64, 128]
 PEERS = ["splat", "flex", "sdpa", "masked", "unfused"]
 # Opt-in peers: splat with the environment of an experimental kernel option, timed in
-# the same process as the default: two warpgroups per CTA, split long tiles, both.
+# the same process as the default: the warp-specialised kernel (two consumer warpgroups,
+# one, or without TMA), the default kernel with two warpgroups, split long tiles.
 VARIANT_ENV = {
+    "splat-ws": {"SPLAT_ATTN_WS": "1"},
+    "splat-ws-wg1": {"SPLAT_ATTN_WS": "1", "SPLAT_ATTN_WARPGROUPS": "1"},
+    "splat-ws-gather": {"SPLAT_ATTN_WS": "1", "SPLAT_ATTN_TMA": "0"},
     "splat-wg2": {"SPLAT_ATTN_WARPGROUPS": "2"},
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
-    "splat-wg2-split": {"SPLAT_ATTN_WARPGROUPS": "2", "SPLAT_ATTN_SPLIT": "32"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16

@@ -62,12 +62,13 @@ SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const i
   }
 }
 
-/* One online-softmax step on base-2 logits s: new row max over the quad, s -> exp2(s -
- * max), this thread's sum folded into l, O rescaled by exp2(m_old - m_new). A row whose
- * entries are all masked so far keeps p = 0 and finite exponents. */
-template <int NJ, int NO>
-SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], float (&m)[2],
-                                         float (&l)[2]) {
+/* The softmax half of an online-softmax step on base-2 logits s: new row max over the
+ * quad, s -> exp2(s - max), l -> l * alpha + this thread's sum; returns in alpha the
+ * factor exp2(m_old - m_new) by which O must still be rescaled (splat_attn_rescale). A
+ * row whose entries are all masked so far keeps p = 0 and finite exponents. */
+template <int NJ>
+SPLAT_DEV void splat_attn_softmax_step(float (&s)[4 * NJ], float (&m)[2], float (&l)[2],
+                                       float (&alpha)[2]) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float mx = m[hf];
@@ -76,7 +77,7 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float base = mx == SPLAT_NEG_INF ? 0.f : mx;
-    const float alpha = exp2f(m[hf] - base);
+    alpha[hf] = exp2f(m[hf] - base);
     m[hf] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -85,13 +86,29 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
       s[4 * j + 2 * hf + 1] = exp2f(s[4 * j + 2 * hf + 1] - base);
       sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
     }
-    l[hf] = l[hf] * alpha + sum; /* this thread's columns; the quad sums at the end */
-#pragma unroll
-    for (int j = 0; j < NO / 4; j++) {
-      o[4 * j + 2 * hf] *= alpha;
-      o[4 * j + 2 * hf + 1] *= alpha;
-    }
+    l[hf] = l[hf] * alpha[hf] + sum; /* this thread's columns; the quad sums at the end */
   }
+}
+
+/* O of rows g (hf 0) and g + 8 (hf 1) times alpha[hf]. */
+template <int NO>
+SPLAT_DEV void splat_attn_rescale(float (&o)[NO], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < NO / 4; j++) {
+    o[4 * j] *= alpha[0];
+    o[4 * j + 1] *= alpha[0];
+    o[4 * j + 2] *= alpha[1];
+    o[4 * j + 3] *= alpha[1];
+  }
+}
+
+/* One whole online-softmax step: the softmax half, then O rescaled. */
+template <int NJ, int NO>
+SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], float (&m)[2],
+                                         float (&l)[2]) {
+  float alpha[2];
+  splat_attn_softmax_step<NJ>(s, m, l, alpha);
+  splat_attn_rescale<NO>(o, alpha);
 }
 
 /* O / l (zeros for rows without entries) to the original rows sRow[r] of the block's
@@ -133,8 +150,8 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
  * splat_attn_merge. */
 template <int NO>
 SPLAT_DEV void splat_attn_store_part(const splat_attention_params &P, const float (&o)[NO],
-                                     const float (&m)[2], const float (&l)[2], int slot,
-                                     int64_t bh, int rb, int r0, int nrows, int t) {
+                                     const float (&m)[2], const float (&l)[2], int slot, int64_t bh,
+                                     int rb, int r0, int nrows, int t) {
   const int64_t BH = P.shape.batch * P.shape.heads;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {

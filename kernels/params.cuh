@@ -20,13 +20,31 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
+/* A CUtensorMap (cuda.h) without host headers: 128 opaque bytes, 64-byte aligned. The
+ * host encodes it (cuTensorMapEncodeTiled, src/cuda/tma_views.c); a kernel reads it in
+ * place from its __grid_constant__ parameter (kernels/wgmma.cuh, the TMA wrappers). */
+#ifdef __cplusplus
+#define SPLAT_ALIGN64 alignas(64)
+#else
+#define SPLAT_ALIGN64 _Alignas(64)
+#endif
+typedef struct splat_tensor_map {
+  SPLAT_ALIGN64 uint64_t opaque[16];
+} splat_tensor_map;
+
+/* TMA views per plan: distinct (stride, width) key groups loaded by tensor maps. */
+#define SPLAT_TMA_VIEWS 4
+
 /* One key run of the tile plan as the device reads it (tile_plan.h's splat__key_run):
  * gathered indices [base, base + ntiles * tile_k) of the group (phase, stride, width),
  * key(g) = phase + (g / width) * stride + g % width. */
 typedef struct splat_dev_run {
   int32_t phase, stride, width;
   int32_t base, ntiles, predicate;
-  int32_t pad0, pad1;
+  /* The TMA view of the group (the plan's views, src/cuda/tma_views.h): the index of the
+   * tensor maps that load this run's sub-tiles, or -1 (gathered by cp.async). */
+  int32_t view;
+  int32_t pad;
 } splat_dev_run;
 
 /* One query tile: permuted positions [row_begin, row_begin + nrows), key runs
@@ -94,8 +112,11 @@ typedef struct splat_spmm_params {
 
 /* out = softmax(scale * Q K^T) V under the mask; lse optional. part: the workspace of
  * split tiles (NULL without), [slots][batch * heads][part_rows][head_dim + 2] fp32: a
- * chunk's unnormalised O, then its running max m (base 2) and sum l per row. */
+ * chunk's unnormalised O, then its running max m (base 2) and sum l per row. kmap, vmap:
+ * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
+ * tma is 1 (else every key sub-tile is gathered). */
 typedef struct splat_attention_params {
+  splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
   float *part;
@@ -103,7 +124,7 @@ typedef struct splat_attention_params {
   float scale_log2; /* scale * log2(e) */
   float scale;
   int32_t part_rows; /* rows per slot: the plan's tile_q */
-  int32_t pad;
+  int32_t tma;
 } splat_attention_params;
 
 #endif

@@ -407,18 +407,15 @@ SPLAT_DEV void splat_mbar_wait(uint64_t *bar, uint32_t parity) {
 }
 
 /* ================================================================ TMA
- * A CUtensorMap (cuda.h) as device code sees it without host headers: 128 opaque bytes,
- * 64-byte aligned. The host encodes it with cuTensorMapEncodeTiled (CU_TENSOR_MAP_SWIZZLE_128B,
- * box inner extent 64 elements for the layout above) and passes it by value as a
- * `const __grid_constant__ splat_tensor_map` kernel parameter; the wrappers take its
- * address (&param). Coordinates are element indices, innermost first; out-of-bounds
- * elements are zero-filled. The destination must be 1024-byte aligned (128B swizzle).
+ * Tensor maps are splat_tensor_map (params.cuh): the host encodes them with
+ * cuTensorMapEncodeTiled (CU_TENSOR_MAP_SWIZZLE_128B, box inner extent 64 elements for the
+ * layout above) and passes them by value in a `const __grid_constant__` kernel parameter;
+ * the wrappers take their address. Coordinates are element indices, innermost first;
+ * out-of-bounds elements are zero-filled (and still count towards the transaction bytes).
+ * The destination must be 1024-byte aligned (128B swizzle).
  * Dilated keys (DESIGN.md §6): view K [seq][D] as 3-d {D, d, seq/d} (strides D*2 and
  * d*D*2 bytes) with box {64, 1, KEYS}: coordinate (c0, phase, j0) loads keys
  * phase + d*j0, phase + d*(j0+1), ... densely into KEYS rows. */
-struct alignas(64) splat_tensor_map {
-  uint64_t opaque[16];
-};
 
 /* Prefetches the tensor map (one thread, early in the kernel). */
 SPLAT_DEV void splat_tma_prefetch_map(const splat_tensor_map *map) {
@@ -438,6 +435,19 @@ SPLAT_DEV void splat_tma_load_2d(void *dst, const splat_tensor_map *map, uint64_
       "%3}], "
       "[%4];\n" ::"r"(splat_smem_addr(dst)),
       "l"(map), "r"(c0), "r"(c1), "r"(splat_smem_addr(bar))
+      : "memory");
+#else
+  __trap();
+#endif
+}
+/* 5-d tile load: coordinates (c0 inner, c1, c2, c3, c4). */
+SPLAT_DEV void splat_tma_load_5d(void *dst, const splat_tensor_map *map, uint64_t *bar, int c0,
+                                 int c1, int c2, int c3, int c4) {
+#if SPLAT_HAS_TMA
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4, %5, %6}], [%7];\n" ::"r"(splat_smem_addr(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(splat_smem_addr(bar))
       : "memory");
 #else
   __trap();

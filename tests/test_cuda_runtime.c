@@ -28,6 +28,7 @@
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
 #include "cuda/nvrtc.h"
+#include "cuda/tma_views.h"
 #include "harness.h"
 
 static int skipped;
@@ -240,50 +241,190 @@ static void test_codegen(void) {
 
 /* ------------------------------------------------------------ kernel choice */
 
-/* Which attention tile kernel a plan gets: wgmma on sm_90a for f16/bf16 at head_dim 64
- * and 128 (two warpgroups only when asked and tile_q >= 128), mma.sync elsewhere, none
- * for f32; SPLAT_ATTN_WARPGROUPS is parsed with a sentence on bad values. */
+/* Which attention tile kernel a plan gets: on sm_90a for f16/bf16 at head_dim 64 and 128
+ * the wgmma kernel (one warpgroup by default, two when asked and tile_q >= 128) or, asked
+ * for, the warp-specialised one (two consumer warpgroups by default, one at head_dim 64
+ * only, plus its producer warpgroup); mma.sync elsewhere, none for f32; SPLAT_ATTN_WS and
+ * SPLAT_ATTN_WARPGROUPS are parsed with a sentence on bad values. */
 static void test_kernel_choice(void) {
+  const int SYNC = SPLAT__WGMMA_SYNC, WS = SPLAT__WGMMA_WS;
   splat__kspec sp[SPLAT__KOP_COUNT];
   char rows[160], tile[160];
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", 1);
   splat__kspec *a = &sp[SPLAT__KOP_ATTENTION];
-  CHECK(a->tile && a->wgmma && a->warps == 4 && a->kt == 64 && a->stages == 3);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0);
+  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4 && a->kt == 64 && a->stages == 3);
+  CHECK(splat__kspec_tile_threads(a) == 128);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_bf16_d64_q64_k128_kt64_s3_seg1"), "%s", tile);
   CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SPMM].wgmma);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", 2);
-  CHECK(a->wgmma && a->warps == 8 && a->stages == 3);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", SYNC, 2);
+  CHECK(a->wgmma == SYNC && a->warps == 8 && a->stages == 3 && splat__kspec_tile_threads(a) == 256);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_f16_d128_q128_k128_kt64_s3_seg2"), "%s", tile);
   /* 1 KB slack + Q (128 rows) + 3 x (K, V) of 64 keys x 256 B + 3 tables of 128 rows. */
   CHECK(splat__kspec_tile_smem(a) ==
         1024 + (128 + 2 * 3 * 64) * 256 + 3 * 128 * (2 * 16 + 4) + 128 * 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 0, "sm_90a", 2); /* tile_q 64: one */
-  CHECK(a->wgmma && a->warps == 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", 1);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 0, "sm_90a", SYNC, 2); /* tile_q 64: one */
+  CHECK(a->wgmma == SYNC && a->warps == 4);
+
+  /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default. */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 4 && splat__kspec_tile_threads(a) == 384);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s", tile);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
+  /* ... + 8 mbarriers (full and empty per stage, Q, one spare) + tables + row ids. */
+  CHECK(splat__kspec_tile_smem(a) ==
+        1024 + (128 + 2 * 3 * 64) * 256 + 8 * 8 + 3 * 128 * (2 * 16 + 4) + 128 * 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1);
+  CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
+  CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
+  /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1);
+  CHECK(a->tile && !a->wgmma);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 0, "sm_90a", WS, 0);
+  CHECK(a->tile && !a->wgmma);
+
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", WS, 0);
   CHECK(a->tile && !a->wgmma);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strncmp(tile, "splat_attn_tile_bf16", 20), "%s", tile);
-  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 0, "sm_90a", 1); /* head_dim 40 */
+  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 0, "sm_90a", SYNC, 0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
-  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 0, "sm_90a", 1);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0);
   CHECK(!a->tile && !a->wgmma);
   /* A tile kernel whose shared memory exceeds the device's limit is dropped. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 48 * 1024, "sm_90a", 1);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 48 * 1024, "sm_90a", SYNC, 0);
   CHECK(!a->tile);
 
-  int w = 0;
+  int kind = -1, w = -1;
+  unsetenv("SPLAT_ATTN_WS");
   unsetenv("SPLAT_ATTN_WARPGROUPS");
-  CHECK(splat__kspec_env_warpgroups(&w) == SPLAT_OK && w == 1);
+  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == SYNC && w == 0);
+  setenv("SPLAT_ATTN_WS", "1", 1);
+  setenv("SPLAT_ATTN_WARPGROUPS", "1", 1);
+  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == WS && w == 1);
+  setenv("SPLAT_ATTN_WS", "0", 1);
   setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
-  CHECK(splat__kspec_env_warpgroups(&w) == SPLAT_OK && w == 2);
+  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == SYNC && w == 2);
   setenv("SPLAT_ATTN_WARPGROUPS", "4", 1);
-  CHECK(splat__kspec_env_warpgroups(&w) == SPLAT_ERR_INVALID_ARGUMENT && w == 1);
+  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_WARPGROUPS=4") &&
              strstr(splat__thread_error(), "1 or 2"),
          "'%s'", splat__thread_error());
   unsetenv("SPLAT_ATTN_WARPGROUPS");
+  setenv("SPLAT_ATTN_WS", "yes", 1);
+  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_WS=yes"), "'%s'", splat__thread_error());
+  unsetenv("SPLAT_ATTN_WS");
+
+  int on = -1;
+  unsetenv("SPLAT_ATTN_TMA");
+  CHECK(splat__tma_env(&on) == SPLAT_OK && on == 1);
+  setenv("SPLAT_ATTN_TMA", "0", 1);
+  CHECK(splat__tma_env(&on) == SPLAT_OK && on == 0);
+  setenv("SPLAT_ATTN_TMA", "2", 1);
+  CHECK(splat__tma_env(&on) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_TMA=2"), "'%s'", splat__thread_error());
+  unsetenv("SPLAT_ATTN_TMA");
+}
+
+/* ------------------------------------------------------------ TMA views */
+
+/* A stand-in for cuTensorMapEncodeTiled: records its last arguments, fails on request. */
+static struct {
+  int calls, fail_at, dtype, swizzle;
+  unsigned rank, box[5];
+  void *addr;
+  unsigned long long dims[5], strides[4];
+} fake_tma;
+
+static CUresult fake_encode(void *map, int dtype, unsigned rank, void *addr,
+                            const unsigned long long *dims, const unsigned long long *strides,
+                            const unsigned *box, const unsigned *elem_strides, int interleave,
+                            int swizzle, int l2_promotion, int oob_fill) {
+  (void)l2_promotion;
+  if (++fake_tma.calls == fake_tma.fail_at) return CUDA_ERROR_INVALID_VALUE;
+  memset(map, 0xAB, sizeof(splat_tensor_map));
+  fake_tma.dtype = dtype;
+  fake_tma.rank = rank;
+  fake_tma.addr = addr;
+  fake_tma.swizzle = swizzle;
+  for (unsigned i = 0; i < rank && i < 5; i++) {
+    fake_tma.dims[i] = dims[i];
+    fake_tma.box[i] = box[i];
+    if (i < 4) fake_tma.strides[i] = strides[i];
+    if (elem_strides[i] != 1 || interleave != 0 || oob_fill != 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Views: one per (stride, width) in order of first use, none where a box cannot follow
+ * the group (width not dividing 64, a piece crossing the stride, stride past seq_k) or
+ * past SPLAT_TMA_VIEWS pairs; the maps' shape, strides and box for K [B][Hkv][S][D]. */
+static void test_tma_views(void) {
+  splat_dev_run runs[] = {
+      {0, 1, 1, 0, 2, 0, 9, 0},      /* contiguous: view 0 */
+      {1, 2, 1, 0, 1, 1, 9, 0},      /* dilated by 2: view 1 */
+      {0, 2, 1, 64, 1, 0, 9, 0},     /* other phase, same view */
+      {3, 256, 32, 0, 1, 1, 9, 0},   /* fixed's summary columns: view 2 */
+      {240, 256, 32, 0, 1, 1, 9, 0}, /* 240 + 32 > 256: none */
+      {0, 8, 3, 0, 1, 1, 9, 0},      /* width 3 does not divide 64: none */
+      {0, 5000, 1, 0, 1, 1, 9, 0},   /* stride past seq_k: none */
+      {2, 4, 1, 0, 1, 1, 9, 0},      /* view 3 */
+      {1, 6, 1, 0, 1, 1, 9, 0},      /* a fifth pair: none */
+      {0, 1, 1, 512, 3, 1, 9, 0},    /* contiguous again: view 0 */
+  };
+  const int want[] = {0, 1, 1, 2, -1, -1, -1, 3, -1, 0};
+  splat__tma_views v;
+  splat__tma_views_assign(runs, 10, 4096, &v);
+  CHECK(v.n == 4 && v.stride[0] == 1 && v.stride[1] == 2 && v.stride[2] == 256 &&
+        v.width[2] == 32 && v.stride[3] == 4);
+  for (int i = 0; i < 10; i++) CHECKF(runs[i].view == want[i], "run %d: view %d", i, runs[i].view);
+
+  /* K and V [2][3][4096][128] bf16, contiguous. */
+  static uint16_t kbuf[8], vbuf[8];
+  splat_tensor k = splat_tensor_contiguous(kbuf, SPLAT_BF16, 2, 3, 4096, 128);
+  splat_tensor vt = splat_tensor_contiguous(vbuf, SPLAT_BF16, 2, 3, 4096, 128);
+  static splat_attention_params prm;
+  memset(&fake_tma, 0, sizeof fake_tma);
+  splat__tma_views_encode(&v, fake_encode, &k, &vt, 2, 3, 4096, 128, &prm);
+  CHECK(prm.tma == 1 && fake_tma.calls == 8 && fake_tma.rank == 5 && fake_tma.addr == vbuf);
+  /* The last map: view 3 (stride 4, width 1) of V. */
+  CHECK(fake_tma.dims[0] == 128 && fake_tma.dims[1] == 4 && fake_tma.dims[2] == 1024 &&
+        fake_tma.dims[3] == 3 && fake_tma.dims[4] == 2);
+  CHECK(fake_tma.strides[0] == 256 && fake_tma.strides[1] == 1024 &&
+        fake_tma.strides[2] == 4096ull * 256 && fake_tma.strides[3] == 3ull * 4096 * 256);
+  CHECK(fake_tma.box[0] == 64 && fake_tma.box[1] == 1 && fake_tma.box[2] == 64 &&
+        fake_tma.box[3] == 1 && fake_tma.box[4] == 1);
+  CHECK(fake_tma.dtype == 9 && fake_tma.swizzle == 3); /* BFLOAT16, SWIZZLE_128B */
+  CHECK(((const unsigned char *)prm.kmap[2].opaque)[0] == 0xAB);
+  /* View 2 (stride 256, width 32): box {64, 32, 2}. */
+  splat__tma_views one = {1, {256}, {32}};
+  memset(&fake_tma, 0, sizeof fake_tma);
+  splat__tma_views_encode(&one, fake_encode, &k, &vt, 2, 3, 4096, 128, &prm);
+  CHECK(prm.tma == 1 && fake_tma.box[1] == 32 && fake_tma.box[2] == 2 && fake_tma.dims[2] == 16);
+  /* Batch 1, one KV head: the unit dims get the span below them as stride. */
+  splat_tensor k1 = splat_tensor_contiguous(kbuf, SPLAT_F16, 1, 1, 100, 64);
+  memset(&fake_tma, 0, sizeof fake_tma);
+  splat__tma_views_encode(&one, fake_encode, &k1, &k1, 1, 1, 100, 64, &prm);
+  CHECK(prm.tma == 0 && fake_tma.calls == 0); /* stride 256 > seq_k 100: no map */
+  splat__tma_views ctg = {1, {1}, {1}};
+  memset(&fake_tma, 0, sizeof fake_tma);
+  splat__tma_views_encode(&ctg, fake_encode, &k1, &k1, 1, 1, 100, 64, &prm);
+  CHECK(prm.tma == 1 && fake_tma.dtype == 6 && fake_tma.dims[2] == 100 &&
+        fake_tma.strides[2] == 100ull * 128 && fake_tma.strides[3] == 100ull * 128);
+  /* A refused map, no encoder, no views: every sub-tile gathered. */
+  memset(&fake_tma, 0, sizeof fake_tma);
+  fake_tma.fail_at = 3;
+  splat__tma_views_encode(&v, fake_encode, &k, &vt, 2, 3, 4096, 128, &prm);
+  CHECK(prm.tma == 0 && fake_tma.calls == 3);
+  splat__tma_views_encode(&v, NULL, &k, &vt, 2, 3, 4096, 128, &prm);
+  CHECK(prm.tma == 0);
+  splat__tma_views none = {0, {0}, {0}};
+  splat__tma_views_encode(&none, fake_encode, &k, &vt, 2, 3, 4096, 128, &prm);
+  CHECK(prm.tma == 0);
 }
 
 /* ------------------------------------------------------------ split attention tiles */
@@ -900,6 +1041,7 @@ int main(void) {
   test_hash();
   test_codegen();
   test_kernel_choice();
+  test_tma_views();
   test_attn_split();
   test_ptxas_parse();
   test_nvrtc();

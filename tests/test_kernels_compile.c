@@ -103,10 +103,13 @@ int main(void) {
         splat__kspec_init(&s, ops[o], dts[t], dts[t], dts[t], dims[d], SPLAT_MAX_SEGMENTS, 128,
                           128);
         add(&s);
-        /* The sm_90a wgmma attention kernel, with one and with two warpgroups. */
-        for (int wgs = 1; wgs <= 2; wgs++) {
-          splat__kspec w = s;
-          if (splat__kspec_use_wgmma(&w, wgs)) add_arch(&w, "sm_90a");
+        /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
+         * consumer warpgroups. */
+        for (int kind = SPLAT__WGMMA_SYNC; kind <= SPLAT__WGMMA_WS; kind++) {
+          for (int wgs = 1; wgs <= 2; wgs++) {
+            splat__kspec w = s;
+            if (splat__kspec_use_wgmma(&w, kind, wgs)) add_arch(&w, "sm_90a");
+          }
         }
       }
     }

@@ -17,6 +17,7 @@
 #include "cuda/kcompile.h"
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
+#include "cuda/tma_views.h"
 
 /* The driver table (loaded by the context) and the check of one driver call. */
 static const splat__cuda_api_table *drv;
@@ -76,7 +77,8 @@ struct splat__cuda_plan {
   splat_dev_pattern attn_pat;
   int64_t attn_ntiles, nmerge;
   CUdeviceptr part;
-  CUfunction merge; /* the merge kernel of split tiles (attention module) */
+  CUfunction merge;       /* the merge kernel of split tiles (attention module) */
+  splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
   splat__kspec spec[SPLAT__KOP_COUNT];
   CUmodule mod[SPLAT__KOP_COUNT];
   CUfunction rows[SPLAT__KOP_COUNT];
@@ -179,8 +181,16 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
   for (int64_t i = 0; st == SPLAT_OK && i < t->nruns; i++) {
     const splat__key_run *r = &t->runs[i];
     splat_dev_run d = {
-        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, 0, 0};
+        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, 0};
     runs[i] = d;
+  }
+  /* TMA views of the key groups, for the warp-specialised attention kernel (split runs
+   * keep them). */
+  int tma = 0;
+  if (st == SPLAT_OK) st = splat__tma_env(&tma);
+  if (st == SPLAT_OK && tma && p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS &&
+      p->tile[SPLAT__KOP_ATTENTION]) {
+    splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
   }
   /* The fused attention's tiles, split where a tile has more than SPLAT_ATTN_SPLIT key
    * tiles (off by default; only for the attention tile kernel). */
@@ -291,12 +301,12 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
  * loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
-  int warpgroups;
-  splat_status st = splat__kspec_env_warpgroups(&warpgroups);
+  int kind, warpgroups;
+  splat_status st = splat__kspec_env_attn(&kind, &warpgroups);
   if (st != SPLAT_OK) return st;
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
                     d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch,
-                    warpgroups);
+                    kind, warpgroups);
   const double t0 = splat__now_ms();
   splat__kcompiled k[SPLAT__KOP_COUNT];
   st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);
@@ -532,5 +542,9 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
+  if (tile_ok && p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS) {
+    splat__tma_views_encode(&p->views, drv->cuTensorMapEncodeTiled, k, v, plan->desc.batch,
+                            plan->desc.heads_kv, plan->seq_k, plan->desc.head_dim, &prm);
+  }
   return launch_op(plan, SPLAT__KOP_ATTENTION, tile_ok, &prm.shape, &prm, stream);
 }

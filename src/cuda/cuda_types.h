@@ -67,4 +67,12 @@ enum {
   CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
 };
 
+/* cuTensorMapEncodeTiled, cuda.h's signature with its enum arguments as int (data type,
+ * interleave, swizzle, L2 promotion, out-of-bounds fill) and the map as 128 bytes. */
+typedef CUresult (*splat__tma_encode_fn)(void *map, int dtype, unsigned rank, void *addr,
+                                         const unsigned long long *dims,
+                                         const unsigned long long *strides, const unsigned *box,
+                                         const unsigned *elem_strides, int interleave, int swizzle,
+                                         int l2_promotion, int oob_fill);
+
 #endif

@@ -153,6 +153,7 @@ static const struct {
     ENTRY(cuGetErrorName),
     ENTRY(cuGetErrorString),
     ENTRY(cuPointerGetAttribute),
+    ENTRY(cuTensorMapEncodeTiled),
 #undef ENTRY
 };
 

@@ -32,7 +32,9 @@ static const char *op_name(splat__kop op) {
 }
 
 static const char *spec_template(const splat__kspec *s) {
-  return s->wgmma ? "attention_wgmma.cuh" : splat__kspec_template(s->op);
+  return s->wgmma == SPLAT__WGMMA_WS     ? "attention_ws.cuh"
+         : s->wgmma == SPLAT__WGMMA_SYNC ? "attention_wgmma.cuh"
+                                         : splat__kspec_template(s->op);
 }
 
 const char *splat__kspec_template(splat__kop op) {
@@ -104,8 +106,9 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
     snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
   }
   if (s->tile && s->wgmma) {
-    snprintf(tile, cap, "splat_attn_wgmma_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", dname(s->dt), s->head_dim,
-             16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
+    snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d",
+             s->wgmma == SPLAT__WGMMA_WS ? "ws" : "wgmma", dname(s->dt), s->head_dim, 16 * s->warps,
+             s->tile_k, s->kt, s->stages, s->max_segs);
   } else if (s->tile) {
     snprintf(tile, cap, "splat_%s_tile_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on, dname(s->dt),
              dname(s->vdt), s->head_dim, 16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
@@ -135,7 +138,10 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
-  if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
+  if (s->wgmma) {
+    const int barriers = s->wgmma == SPLAT__WGMMA_WS ? 8 * (2 * s->stages + 2) : 0;
+    return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + barriers + tables;
+  }
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
   return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
 }
@@ -144,38 +150,61 @@ static int dcode(splat_dtype d) {
   return d == SPLAT_F32 ? 0 : d == SPLAT_F16 ? 1 : 2;
 }
 
-int splat__kspec_use_wgmma(splat__kspec *s, int warpgroups) {
+int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups) {
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || (s->head_dim != 64 && s->head_dim != 128) ||
-      s->kt != 64)
+      s->kt != 64 || kind == SPLAT__WGMMA_NONE)
     return 0;
-  s->wgmma = 1;
-  s->warps = 4 * warpgroups;
+  if (kind == SPLAT__WGMMA_WS) {
+    /* Two consumer warpgroups by default. head_dim 128 needs them: with one, two CTAs
+     * share an SM and the consumers' registers (O, S, P and the descriptors) do not fit
+     * beside the producer's. The K/V ring: 4 stages at head_dim 64, 3 at 128. */
+    const int wgs = warpgroups ? warpgroups : 2;
+    if (s->head_dim == 128 && wgs < 2) return 0;
+    s->wgmma = SPLAT__WGMMA_WS;
+    s->warps = 4 * wgs;
+    s->stages = s->head_dim <= 64 ? 4 : 3;
+    return 1;
+  }
+  const int wgs = warpgroups ? warpgroups : 1;
+  s->wgmma = SPLAT__WGMMA_SYNC;
+  s->warps = 4 * wgs;
   /* Two warpgroups: one CTA per SM (registers), so one more stage to cover latency. */
-  if (warpgroups > 1) s->stages = s->head_dim <= 64 ? 4 : 3;
+  if (wgs > 1) s->stages = s->head_dim <= 64 ? 4 : 3;
   return 1;
 }
 
-splat_status splat__kspec_env_warpgroups(int *out) {
-  const char *v = getenv("SPLAT_ATTN_WARPGROUPS");
-  *out = 1;
-  if (!v || !*v) return SPLAT_OK;
-  if (!strcmp(v, "1") || !strcmp(v, "2")) {
-    *out = v[0] - '0';
+splat_status splat__kspec_env_attn(int *kind, int *warpgroups) {
+  const char *ws = getenv("SPLAT_ATTN_WS"), *wg = getenv("SPLAT_ATTN_WARPGROUPS");
+  *kind = SPLAT__WGMMA_SYNC;
+  *warpgroups = 0;
+  if (ws && *ws && strcmp(ws, "0")) {
+    if (strcmp(ws, "1")) {
+      return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                         "SPLAT_ATTN_WS=%s unsupported: must be 0 (the default sm_90a fused "
+                         "attention kernel) or 1 (the warp-specialised one, experimental)",
+                         ws);
+    }
+    *kind = SPLAT__WGMMA_WS;
+  }
+  if (!wg || !*wg) return SPLAT_OK;
+  if (!strcmp(wg, "1") || !strcmp(wg, "2")) {
+    *warpgroups = wg[0] - '0';
     return SPLAT_OK;
   }
   return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
                      "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1 or 2 (consumer warpgroups "
                      "of the sm_90a fused attention kernel)",
-                     v);
+                     wg);
 }
 
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch, int warpgroups) {
+                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups) {
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
     /* Two warpgroups only where a query tile fills them (tile_q >= 128). */
-    if (arch && !strcmp(arch, "sm_90a")) splat__kspec_use_wgmma(s, tile_q >= 128 ? warpgroups : 1);
+    if (arch && !strcmp(arch, "sm_90a"))
+      splat__kspec_use_wgmma(s, kind, tile_q >= 128 ? warpgroups : 1);
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   }
 }
@@ -205,9 +234,10 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
              "in sub-tiles of %d keys, %d shared-memory stages, %d bytes of dynamic shared "
              "memory)",
              tile,
-             s->wgmma             ? "wgmma (sm_90a)"
-             : s->dt == SPLAT_F32 ? "3xTF32 mma.sync"
-                                  : "mma.sync",
+             s->wgmma == SPLAT__WGMMA_WS ? "warp-specialised wgmma + TMA (sm_90a)"
+             : s->wgmma                  ? "wgmma (sm_90a)"
+             : s->dt == SPLAT_F32        ? "3xTF32 mma.sync"
+                                         : "mma.sync",
              s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
   }
   snprintf(comment, sizeof comment,

@@ -31,8 +31,12 @@ typedef struct splat__kspec {
   int kt;        /* key sub-tile the tile kernel iterates (divides tile_k) */
   int stages;    /* shared-memory stages of the key/value gather */
   int row_warps; /* row kernel: warps (rows) per CTA */
-  int wgmma;     /* attention: the tile kernel is the sm_90a wgmma one (attention_wgmma.cuh) */
+  int wgmma;     /* attention: which sm_90a tile kernel (SPLAT__WGMMA_*), or 0 */
 } splat__kspec;
+
+/* The sm_90a attention tile kernels: attention_wgmma.cuh (the default) and the
+ * warp-specialised attention_ws.cuh (SPLAT_ATTN_WS=1, experimental). */
+enum { SPLAT__WGMMA_NONE = 0, SPLAT__WGMMA_SYNC = 1, SPLAT__WGMMA_WS = 2 };
 
 /* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
  * head_dim % 8 == 0, tile_q a multiple of 16 up to 128 and tile_k a multiple of 16. */
@@ -54,9 +58,10 @@ void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
 
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
 int splat__kspec_tile_smem(const splat__kspec *s);
-/* Threads per CTA of the tile and row kernels. */
+/* Threads per CTA of the tile and row kernels (the warp-specialised attention kernel adds
+ * its producer warpgroup to the 16 x warps rows' warps). */
 static inline int splat__kspec_tile_threads(const splat__kspec *s) {
-  return 32 * s->warps;
+  return 32 * s->warps + (s->wgmma == SPLAT__WGMMA_WS ? 128 : 0);
 }
 static inline int splat__kspec_row_threads(const splat__kspec *s) {
   return 32 * s->row_warps;
@@ -65,23 +70,26 @@ static inline int splat__kspec_row_threads(const splat__kspec *s) {
 /* The template file of an op ("sddmm.cuh", ...). */
 const char *splat__kspec_template(splat__kop op);
 
-/* Switches an attention spec with a tile kernel to the sm_90a wgmma kernel of
- * `warpgroups` (1 or 2) consumer warpgroups of 64 rows when it qualifies (head_dim 64 or
- * 128, 64-key sub-tiles); returns 1 when it did. */
-int splat__kspec_use_wgmma(splat__kspec *s, int warpgroups);
+/* Switches an attention spec with a tile kernel to the sm_90a kernel `kind`
+ * (SPLAT__WGMMA_SYNC or _WS) of `warpgroups` consumer warpgroups of 64 rows (0: the
+ * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
+ * it qualifies: head_dim 64 or 128 (128 with two warpgroups for WS), 64-key sub-tiles.
+ * Returns 1 when it did. */
+int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups);
 
-/* Consumer warpgroups of the wgmma attention kernel from SPLAT_ATTN_WARPGROUPS: 1 (the
- * default, also when unset) or 2 (experimental); any other value is
- * SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
-splat_status splat__kspec_env_warpgroups(int *out);
+/* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (0 or unset: kind
+ * SPLAT__WGMMA_SYNC; 1: SPLAT__WGMMA_WS) and SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0,
+ * the kernel's default); any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__kspec_env_attn(int *kind, int *warpgroups);
 
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
- * and values of dtype dt: splat__kspec_init of each op, the wgmma attention kernel of
- * `warpgroups` warpgroups (1 when tile_q < 128) when arch is "sm_90a", then the tile kernel dropped
- * where its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
- * limit). specs: host array of SPLAT__KOP_COUNT; arch: host string such as "sm_90a". */
+ * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
+ * of `warpgroups` warpgroups (1 when tile_q < 128) when arch is "sm_90a", then the tile
+ * kernel dropped where its dynamic shared memory exceeds smem_optin bytes (the device's
+ * opt-in limit; 0 = no limit). specs: host array of SPLAT__KOP_COUNT; arch: host string
+ * such as "sm_90a". */
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch, int warpgroups);
+                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups);
 
 /* The program name of a spec's source in compile logs, the cache and dumps: the row
  * kernel's name + ".cu". buf: host, cap chars. */

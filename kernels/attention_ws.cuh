@@ -1,0 +1,348 @@
+/* attention_ws.cuh — the fused attention forward on Hopper (sm_90a), warp-specialised
+ * in the FlashAttention-3 shape (experimental, SPLAT_ATTN_WS=1: attention_wgmma.cuh is
+ * the default until this one has passed the GPU check). The row kernel of
+ * attention_rows.cuh takes the irregular remainder.
+ *
+ * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64, or 128 with two consumer warpgroups): one CTA per
+ * (query tile row block, batch*head) = a producer warpgroup (warpgroup 0) + SPLAT_WARPS / 4
+ * consumer warpgroups of 64 query rows each; setmaxnreg moves registers from the producer to the
+ * consumers.
+ *   - Producer: Q once per batch*head (cp.async), then every 64-key sub-tile of the
+ *     tile's key runs into a ring of SPLAT_STAGES K/V stages guarded by "full" and
+ *     "empty" mbarriers. A sub-tile whose run has a TMA view (P.kmap/vmap, one per
+ *     (stride, width) group: src/cuda/tma_views.c) is one tensor-map load per 64-column
+ *     panel of K and of V, issued by one thread (dilated and strided keys are the map's
+ *     middle coordinates, not masks); any other sub-tile is gathered by cp.async by the
+ *     whole warpgroup. At a run's first sub-tile it also builds the rows' interval tables
+ *     of the run's group for the mask.
+ *   - Consumers: S = Q K^T by wgmma m64n64k16 (both operands in shared memory, K-major);
+ *     the mask predicate only on predicated runs; the online softmax in registers; P in
+ *     the input dtype straight from the S registers is the A operand of O += P V (wgmma
+ *     RS, V MN-major through the transpose bit). The product P V of one sub-tile is in
+ *     flight while the softmax of the next runs (S(j+1) and P(j) V(j) are issued
+ *     together). A warpgroup skips a predicated sub-tile none of its rows touches.
+ *     O / l and the log-sum-exp go to the original rows; rows without entries get zeros
+ *     and -inf. A chunk of a split tile leaves partial results for the merge kernel
+ *     instead (attention_merge.cuh).
+ *
+ * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x consumer warpgroups), plus the merge
+ * kernel's name (attention_merge.cuh). */
+
+#include "attention_common.cuh"
+#include "attention_rows.cuh"
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "wgmma.cuh"
+
+#if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
+
+#include "attention_merge.cuh"
+
+#define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
+static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
+              "the warp-specialised attention kernel takes 1 or 2 consumer warpgroups");
+static_assert(SPLAT_KT == 64, "the warp-specialised attention kernel takes 64-key sub-tiles");
+#define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
+#define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
+#define SPLAT_DP SPLAT_HEAD_DIM               /* 64 or 128: whole 64-column panels */
+#define SPLAT_CHUNKS (SPLAT_DP / 8)
+#define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */
+#define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
+#define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
+/* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
+ * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 80 and the
+ * consumers up to what the CTA's pool then allows. */
+#define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
+#define SPLAT_PRODUCER_REGS 80 /* interval tables and the cp.async gather need ~72 */
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 208 : 176)
+static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
+                  (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
+              "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
+
+/* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, Q,
+ * STAGES x (K, V), the mbarriers (full and empty per stage, Q), interval tables +
+ * counts, row ids. */
+#define SPLAT_ATTN_SMEM                                                                \
+  (1024 + SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
+   8 * (2 * SPLAT_STAGES + 2) +                                                        \
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
+
+static_assert(
+    SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
+    "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+
+/* Can sub-tile g0 of `run` be loaded through its TMA view? The view of group (phase p,
+ * stride d, width w) is K as {D, d, seq_k / d, heads, batch} with box {64, w, 64 / w}:
+ * key p + i + d j at (i, j). It needs a sub-tile that starts a width-w piece, and any key
+ * the view cannot reach (j >= seq_k / d) to be past seq_k (those are zero-filled). */
+SPLAT_DEV bool splat_attn_tma_ok(const splat_attention_params &P, const splat_dev_run &run,
+                                 int32_t g0) {
+  if (!P.tma || run.view < 0 || g0 % run.width != 0) return false;
+  const int64_t J = P.pat.seq_k / run.stride, j_end = g0 / run.width + SPLAT_KT / run.width;
+  return j_end <= J || run.phase >= P.pat.seq_k - run.stride * J;
+}
+
+extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
+    SPLAT_ATTN_TILE_NAME(const __grid_constant__ splat_attention_params P) {
+  extern __shared__ __align__(16) unsigned char splat_smem[];
+  /* Swizzled tiles need 1024-byte alignment of their shared addresses. */
+  const uint32_t base_addr = splat_smem_addr(splat_smem);
+  unsigned char *sbase = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
+  unsigned char *sQ = sbase;
+  unsigned char *sKV = sQ + SPLAT_TILE_BYTES(SPLAT_TQ); /* stage s: K tile, then V tile */
+  uint64_t *full = (uint64_t *)(sKV + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT));
+  uint64_t *empty = full + SPLAT_STAGES;
+  uint64_t *qfull = empty + SPLAT_STAGES; /* [1], then one unused slot */
+  splat_ival *sIv = (splat_ival *)(qfull + 2);
+  int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
+  int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
+
+  /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
+  splat_dev_tile tile;
+  int ti, rb, bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
+  if (nrows <= 0) return;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < SPLAT_STAGES; s++) {
+      splat_mbar_init(&full[s], 128);            /* every producer thread arrives */
+      splat_mbar_init(&empty[s], 4 * SPLAT_WGS); /* one arrival per consumer warp */
+    }
+    splat_mbar_init(qfull, 128);
+    splat_mbar_fence_init();
+  }
+  __syncthreads(); /* sRow and the barriers are in */
+
+  const int wg = threadIdx.x >> 7;
+  const int64_t BH = P.shape.batch * P.shape.heads;
+  const int nsub = SPLAT_TILE_K / SPLAT_KT;
+
+  if (wg == 0) {
+    /* ---------------------------------------------------------------- producer */
+    splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
+    uint32_t n = 0; /* sub-tiles issued, over every batch*head of this CTA */
+    for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
+      const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+      const int64_t hk = h / P.shape.heads_per_kv;
+      const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
+      __syncthreads(); /* the consumers are done with the previous batch*head's Q */
+      splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
+          P.q, b, h, sRow, nrows,
+          [&](int r, int ch) { return sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
+      splat_cp_async_commit();
+      splat_cp_async_wait<0>();
+      splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
+      splat_mbar_arrive(qfull);
+      for (int li = 0; li < tile.nruns; li++) {
+        const splat_dev_run run = P.pat.runs[tile.run_begin + li];
+        for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
+          const int st = (int)(n % SPLAT_STAGES);
+          splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
+          /* The run's interval tables (buffer li % STAGES: the run STAGES back is done). */
+          if (ls == 0 && threadIdx.x < SPLAT_TQ) {
+            const int r = threadIdx.x, tb = li % SPLAT_STAGES;
+            sNiv[tb * SPLAT_TQ + r] =
+                r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width,
+                                                sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS)
+                          : 0;
+          }
+          const int32_t g0 = run.base + ls * SPLAT_KT;
+          unsigned char *sk = sKV + st * 2 * SPLAT_TILE_BYTES(SPLAT_KT);
+          unsigned char *sv = sk + SPLAT_TILE_BYTES(SPLAT_KT);
+          if (splat_attn_tma_ok(P, run, g0)) {
+            if (threadIdx.x == 0) {
+              splat_mbar_arrive_expect_tx(&full[st], 2 * SPLAT_TILE_BYTES(SPLAT_KT));
+              const int j0 = g0 / run.width;
+#pragma unroll
+              for (int p = 0; p < SPLAT_DP / 64; p++) {
+                splat_tma_load_5d(sk + p * SPLAT_KT * 128, &P.kmap[run.view], &full[st], 64 * p,
+                                  run.phase, j0, (int)hk, (int)b);
+                splat_tma_load_5d(sv + p * SPLAT_KT * 128, &P.vmap[run.view], &full[st], 64 * p,
+                                  run.phase, j0, (int)hk, (int)b);
+              }
+            } else {
+              splat_mbar_arrive(&full[st]);
+            }
+          } else {
+            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128>(
+                (const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+                [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
+            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128>(
+                (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
+                [&](int kk, int ch) { return sv + splat_sw128_tile_off_mn<SPLAT_KT>(kk, ch); });
+            splat_cp_async_commit();
+            splat_cp_async_wait<0>();
+            splat_fence_proxy_async();
+            splat_mbar_arrive(&full[st]);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  /* ---------------------------------------------------------------- consumers */
+  splat_setmaxnreg_inc<SPLAT_CONSUMER_REGS>();
+  const int cw = wg - 1; /* consumer warpgroup: block rows 64 cw .. 64 cw + 63 */
+  const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int t = lane & 3;
+  const int r0 = 64 * cw + 16 * warp + (lane >> 2); /* this thread's rows r0, r0 + 8 */
+  const uint32_t q_addr = splat_smem_addr(sQ) + cw * 64 * 128;
+  const uint32_t kv_addr = splat_smem_addr(sKV);
+  const bool active = 64 * cw < nrows;                 /* a warpgroup past the block's rows idles */
+  const int slot = P.pat.slots ? P.pat.slots[ti] : -1; /* a chunk of a split tile: partials */
+  uint32_t n = 0, iter = 0;                            /* sub-tiles consumed; batch*heads done */
+  for (int64_t bh = bh0; bh < BH; bh += gridDim.y, iter++) {
+    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    __syncthreads(); /* matches the producer's: this CTA's previous batch*head is done */
+    splat_mbar_wait(qfull, iter & 1u);
+
+    float o[SPLAT_NO];
+#pragma unroll
+    for (int i = 0; i < SPLAT_NO; i++) o[i] = 0.f;
+    float m[2] = {SPLAT_NEG_INF, SPLAT_NEG_INF}, l[2] = {0.f, 0.f}; /* rows g, g + 8 */
+    uint32_t a[SPLAT_KT / 16][4]; /* P of the pending sub-tile (stage pst), in 16 bits */
+    int pst = 0;
+
+    /* O += P V of the pending sub-tile (issued, or issue it now when `issue`); waits for
+     * it and releases its stage. */
+    auto finish_pv = [&](bool issue) {
+      if (issue) {
+        const uint32_t v_addr =
+            kv_addr + (uint32_t)(pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT)) + SPLAT_TILE_BYTES(SPLAT_KT);
+        splat_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk),
+                                                1);
+        }
+        splat_wgmma_commit();
+      }
+      splat_wgmma_wait<0>();
+#pragma unroll
+      for (int kk = 0; kk < SPLAT_KT / 16; kk++) splat_wgmma_fence_regs(a[kk]);
+      splat_wgmma_fence_acc(o);
+      __syncwarp();
+      if (lane == 0) splat_mbar_arrive(&empty[pst]); /* its V is read */
+    };
+
+    /* The cursor walks the tile's sub-tiles in the producer's order: run li, sub-tile ls
+     * of it, ring position n. next(pending) moves it to the next sub-tile this warpgroup
+     * computes, its stage full, releasing the stages of the ones it skips (predicated
+     * sub-tiles none of its rows touches; all of them for an idle warpgroup). With a
+     * P V pending (`pending`, a constant at each call), the first skip finishes it: the
+     * producer needs its stage back to fill the sub-tile STAGES further on, which the walk
+     * may reach. Returns 0 at the end (nothing pending then), 1 at a sub-tile with nothing
+     * pending, 2 at one with the P V still pending. Each warp asks for all 64 rows (two a
+     * lane) and gets the same answer, so the warpgroup's wgmma stays uniform. */
+    int li = 0, ls = 0;
+    splat_dev_run run;
+    if (tile.nruns > 0) run = P.pat.runs[tile.run_begin];
+    auto step = [&]() {
+      n++;
+      if (++ls == run.ntiles * nsub) {
+        ls = 0;
+        if (++li < tile.nruns) run = P.pat.runs[tile.run_begin + li];
+      }
+    };
+    auto next = [&](bool pending) -> int {
+      for (; li < tile.nruns; step()) {
+        const int st = (int)(n % SPLAT_STAGES), tb = li % SPLAT_STAGES;
+        const int32_t g0 = run.base + ls * SPLAT_KT;
+        splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
+        bool touched = active;
+        if (touched && run.predicate) {
+          bool mine = false;
+          for (int rr = lane; rr < 64; rr += 32) {
+            const int r = 64 * cw + rr;
+            const int niv = sNiv[tb * SPLAT_TQ + r];
+            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+            for (int q = 0; q < niv; q++) {
+              const int4 v = *(const int4 *)(iv + q);
+              mine = mine || (v.x < g0 + SPLAT_KT && v.y >= g0);
+            }
+          }
+          touched = __any_sync(0xffffffffu, mine);
+        }
+        if (touched) return pending ? 2 : 1;
+        if (pending) {
+          finish_pv(true);
+          pending = false;
+        }
+        __syncwarp();
+        if (lane == 0) splat_mbar_arrive(&empty[st]);
+      }
+      if (pending) finish_pv(true);
+      return 0;
+    };
+    /* S of the cursor's sub-tile into s (base-2 logits, masked), then its softmax half. */
+    auto scores = [&](float(&s)[SPLAT_NS], float(&alpha)[2]) {
+#pragma unroll
+      for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
+      if (run.predicate) {
+        const int tb = li % SPLAT_STAGES;
+        splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
+                                      r0, run.base + ls * SPLAT_KT, t);
+      }
+      splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha);
+    };
+    auto issue_s = [&](float(&s)[SPLAT_NS], int st) {
+      const uint32_t k_addr = kv_addr + (uint32_t)(st * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
+      splat_wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+        splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr, kk),
+                                           splat_wgmma_desc_k<SPLAT_KT>(k_addr, kk), kk > 0);
+      }
+      splat_wgmma_commit();
+    };
+
+    /* A computed sub-tile with nothing pending: S, its softmax, P. Then per sub-tile: S(j)
+     * and P(j-1) V(j-1) issued together, the softmax of S(j) while P V runs, O rescaled
+     * once it is in. A skip in between finishes the pending P V (next), and the walk
+     * re-enters at the first step. */
+    int at = next(false);
+    while (at) {
+      {
+        float s[SPLAT_NS], alpha[2];
+        pst = (int)(n % SPLAT_STAGES);
+        issue_s(s, pst);
+        splat_wgmma_wait<0>();
+        splat_wgmma_fence_acc(s);
+        scores(s, alpha);
+        splat_attn_rescale<SPLAT_NO>(o, alpha);
+        splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
+      }
+      step();
+      while ((at = next(true)) == 2) {
+        const int st = (int)(n % SPLAT_STAGES);
+        const uint32_t v_addr =
+            kv_addr + (uint32_t)(pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT)) + SPLAT_TILE_BYTES(SPLAT_KT);
+        float s[SPLAT_NS], alpha[2];
+        issue_s(s, st); /* its fence also covers P's registers */
+#pragma unroll
+        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk),
+                                                1);
+        }
+        splat_wgmma_commit();
+        splat_wgmma_wait<1>(); /* S is in; P V may still run */
+        splat_wgmma_fence_acc(s);
+        scores(s, alpha);
+        finish_pv(false);
+        splat_attn_rescale<SPLAT_NO>(o, alpha);
+        splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
+        pst = st;
+        step();
+      }
+    }
+
+    /* O / l and the log-sum-exp, to the original rows. */
+    if (slot >= 0) {
+      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, bh, rb, r0, nrows, t);
+    } else {
+      splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
+    }
+  }
+}
+
+#endif

@@ -1,0 +1,87 @@
+/* tma_views.c — TMA views of key groups and their tensor maps (tma_views.h). */
+#include "cuda/tma_views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* cuda.h's CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values. */
+enum { TMA_F16 = 6, TMA_BF16 = 9, TMA_SWIZZLE_128B = 3, TMA_L2_256B = 3 };
+
+void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
+                             splat__tma_views *out) {
+  memset(out, 0, sizeof *out);
+  for (int64_t i = 0; i < nruns; i++) {
+    splat_dev_run *r = &runs[i];
+    r->view = -1;
+    const int32_t d = r->stride, w = r->width;
+    const int fits =
+        d >= 1 && d <= seq_k && w >= 1 && (w == 1 || (64 % w == 0 && (int64_t)r->phase + w <= d));
+    if (!fits) continue;
+    int v = 0;
+    while (v < out->n && (out->stride[v] != d || out->width[v] != w)) v++;
+    if (v == out->n) {
+      if (out->n == SPLAT_TMA_VIEWS) continue;
+      out->stride[v] = d;
+      out->width[v] = w;
+      out->n++;
+    }
+    r->view = v;
+  }
+}
+
+/* The map of one view over tensor t: {D, d, seq_k / d, heads_kv, batch}, box
+ * {64, w, 64 / w, 1, 1}. Byte strides of dims 1..4: row, d rows, head, batch (a dim of
+ * extent 1 gets the span below it, any stride being valid there). */
+static int encode_one(splat__tma_encode_fn encode, splat_tensor_map *map, const splat_tensor *t,
+                      int32_t d, int32_t w, int64_t batch, int64_t heads_kv, int64_t seq_k,
+                      int64_t head_dim) {
+  if (d < 1 || seq_k / d < 1 || w < 1 || 64 % w != 0) return 0;
+  const unsigned long long esz = 2;
+  const unsigned long long dims[5] = {(unsigned long long)head_dim, (unsigned long long)d,
+                                      (unsigned long long)(seq_k / d), (unsigned long long)heads_kv,
+                                      (unsigned long long)batch};
+  unsigned long long strides[4] = {(unsigned long long)t->strides[2] * esz,
+                                   (unsigned long long)t->strides[2] * esz * (unsigned long long)d,
+                                   (unsigned long long)t->strides[1] * esz,
+                                   (unsigned long long)t->strides[0] * esz};
+  for (int i = 2; i < 4; i++) {
+    if (dims[i + 1] == 1) strides[i] = strides[i - 1] * dims[i];
+  }
+  const unsigned box[5] = {64, (unsigned)w, (unsigned)(64 / w), 1, 1};
+  const unsigned ones[5] = {1, 1, 1, 1, 1};
+  const int dtype = t->dtype == SPLAT_F16 ? TMA_F16 : TMA_BF16;
+  return encode(map, dtype, 5, t->data, dims, strides, box, ones, 0, TMA_SWIZZLE_128B, TMA_L2_256B,
+                0) == CUDA_SUCCESS;
+}
+
+void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn encode,
+                             const splat_tensor *k, const splat_tensor *v, int64_t batch,
+                             int64_t heads_kv, int64_t seq_k, int64_t head_dim,
+                             splat_attention_params *prm) {
+  prm->tma = 0;
+  if (!encode || views->n == 0) return;
+  for (int i = 0; i < views->n; i++) {
+    const int32_t d = views->stride[i], w = views->width[i];
+    if (!encode_one(encode, &prm->kmap[i], k, d, w, batch, heads_kv, seq_k, head_dim) ||
+        !encode_one(encode, &prm->vmap[i], v, d, w, batch, heads_kv, seq_k, head_dim))
+      return;
+  }
+  prm->tma = 1;
+}
+
+splat_status splat__tma_env(int *on) {
+  const char *v = getenv("SPLAT_ATTN_TMA");
+  *on = 1;
+  if (!v || !*v || !strcmp(v, "1")) return SPLAT_OK;
+  if (!strcmp(v, "0")) {
+    *on = 0;
+    return SPLAT_OK;
+  }
+  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                     "SPLAT_ATTN_TMA=%s unsupported: must be 1 (key sub-tiles of the sm_90a "
+                     "fused attention loaded by TMA where their group allows) or 0 (all gathered "
+                     "by cp.async)",
+                     v);
+}

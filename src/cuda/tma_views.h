@@ -1,0 +1,43 @@
+/* tma_views.h — the TMA views of a plan's key groups for the sm_90a fused attention
+ * kernel (kernels/attention_wgmma.cuh): which key runs its producer loads with tensor
+ * maps, and, per call, the maps of K and V themselves. A view serves every group of one
+ * (stride d, width w): K [batch][heads_kv][seq_k][D] seen as {D, d, seq_k / d, heads_kv,
+ * batch} with box {64, w, 64 / w}, so the 64 gathered keys of a sub-tile that starts a
+ * width-w piece are one box at (panel, phase, piece). Pure C except the encode, which
+ * takes the driver's cuTensorMapEncodeTiled. */
+#ifndef SPLAT_CUDA_TMA_VIEWS_H
+#define SPLAT_CUDA_TMA_VIEWS_H
+
+#include <stdint.h>
+
+#include "../../kernels/params.cuh"
+#include "cuda/cuda_types.h"
+#include "splat.h"
+
+typedef struct splat__tma_views {
+  int n;
+  int32_t stride[SPLAT_TMA_VIEWS], width[SPLAT_TMA_VIEWS];
+} splat__tma_views;
+
+/* Sets runs[i].view to the index of the view of its group, adding views in order of
+ * first use up to SPLAT_TMA_VIEWS, or to -1 where the group has none: a group of width
+ * w > 1 needs w to divide 64 and phase + w <= stride; any group needs stride <= seq_k;
+ * groups past the first SPLAT_TMA_VIEWS (stride, width) pairs get none. */
+void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
+                             splat__tma_views *out);
+
+/* Fills prm->kmap and prm->vmap for each view from K and V (f16 or bf16, [batch,
+ * heads_kv, seq_k, head_dim] with unit last stride, 16-byte aligned data and strides; the
+ * tile kernel's layout) and sets prm->tma = 1; sets it to 0 (every sub-tile gathered)
+ * when there are no views, no encoder, or the driver refuses a map. */
+void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn encode,
+                             const splat_tensor *k, const splat_tensor *v, int64_t batch,
+                             int64_t heads_kv, int64_t seq_k, int64_t head_dim,
+                             splat_attention_params *prm);
+
+/* SPLAT_ATTN_TMA: 1 (the default, also when unset or empty) loads key sub-tiles through
+ * the views; 0 gathers every one by cp.async (a cross-check of the two paths); anything
+ * else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__tma_env(int *on);
+
+#endif
