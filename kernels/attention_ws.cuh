@@ -50,22 +50,22 @@ static_assert(SPLAT_KT == 64, "the warp-specialised attention kernel takes 64-ke
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 80 and the
+ * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 104 and the
  * consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
-#define SPLAT_PRODUCER_REGS 80 /* interval tables and the cp.async gather need ~72 */
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 208 : 176)
+#define SPLAT_PRODUCER_REGS 104 /* work items, interval tables and the cp.async gather */
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 200 : 152)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
 
-/* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, Q,
- * STAGES x (K, V), the mbarriers (full and empty per stage, Q), interval tables +
- * counts, row ids. */
-#define SPLAT_ATTN_SMEM                                                                \
-  (1024 + SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
-   8 * (2 * SPLAT_STAGES + 2) +                                                        \
-   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
+/* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
+ * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
+ * buffer), interval tables + counts, two buffers of row ids. */
+#define SPLAT_ATTN_SMEM                                                                    \
+  (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
+   8 * (2 * SPLAT_STAGES + 4) +                                                            \
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + 2 * SPLAT_TQ * 4)
 
 static_assert(
     SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
@@ -82,36 +82,52 @@ SPLAT_DEV bool splat_attn_tma_ok(const splat_attention_params &P, const splat_de
   return j_end <= J || run.phase >= P.pat.seq_k - run.stride * J;
 }
 
+/* Work item w of P.work: tile-major (the host uploads the tiles heaviest first), then row
+ * block, then batch*head (fastest), as splat_tile_block orders a grid of one item per
+ * CTA. Returns the item's row count (<= 0: a row block past its tile, no work). */
+SPLAT_DEV int splat_ws_item(const splat_attention_params &P, int64_t w, int64_t BH,
+                            splat_dev_tile &tile, int &ti, int &rb, int64_t &bh) {
+  const int64_t gz = (P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ, per = BH * gz;
+  ti = (int)(w / per);
+  const int64_t rest = w % per;
+  bh = rest % BH;
+  rb = (int)(rest / BH) * SPLAT_TQ;
+  tile = P.pat.tiles[ti];
+  return tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+}
+
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const __grid_constant__ splat_attention_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
   /* Swizzled tiles need 1024-byte alignment of their shared addresses. */
   const uint32_t base_addr = splat_smem_addr(splat_smem);
   unsigned char *sbase = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
-  unsigned char *sQ = sbase;
-  unsigned char *sKV = sQ + SPLAT_TILE_BYTES(SPLAT_TQ); /* stage s: K tile, then V tile */
+  unsigned char *sQ = sbase; /* two buffers: item k uses buffer k % 2 */
+  unsigned char *sKV = sQ + 2 * SPLAT_TILE_BYTES(SPLAT_TQ); /* stage s: K tile, then V tile */
   uint64_t *full = (uint64_t *)(sKV + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT));
   uint64_t *empty = full + SPLAT_STAGES;
-  uint64_t *qfull = empty + SPLAT_STAGES; /* [1], then one unused slot */
-  splat_ival *sIv = (splat_ival *)(qfull + 2);
+  uint64_t *qfull = empty + SPLAT_STAGES; /* [2]: Q and row ids of buffer b are in */
+  uint64_t *qempty = qfull + 2;           /* [2]: the consumers are done with buffer b */
+  splat_ival *sIv = (splat_ival *)(qempty + 2);
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
-  int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
+  int *sRows = sNiv + SPLAT_STAGES * SPLAT_TQ; /* [2][TQ] original rows of the items */
 
-  /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  splat_dev_tile tile;
-  int ti, rb, bh0;
-  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
-  if (nrows <= 0) return;
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {
       splat_mbar_init(&full[s], 128);            /* every producer thread arrives */
       splat_mbar_init(&empty[s], 4 * SPLAT_WGS); /* one arrival per consumer warp */
     }
-    splat_mbar_init(qfull, 128);
+    for (int b = 0; b < 2; b++) {
+      splat_mbar_init(&qfull[b], 128);
+      splat_mbar_init(&qempty[b], 4 * SPLAT_WGS);
+    }
     splat_mbar_fence_init();
   }
-  __syncthreads(); /* sRow and the barriers are in */
+  __syncthreads(); /* the barriers are in */
 
+  /* The CTA takes work items blockIdx.x, + gridDim.x, ... (a persistent grid when the
+   * host launches fewer CTAs than items). Both roles walk the same items and count the
+   * same sub-tiles (n: ring position) and runs (R: interval-table buffer R % STAGES). */
   const int wg = threadIdx.x >> 7;
   const int64_t BH = P.shape.batch * P.shape.heads;
   const int nsub = SPLAT_TILE_K / SPLAT_KT;
@@ -119,27 +135,42 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   if (wg == 0) {
     /* ---------------------------------------------------------------- producer */
     splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
-    uint32_t n = 0; /* sub-tiles issued, over every batch*head of this CTA */
-    for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
+    uint32_t n = 0, R = 0, k = 0;
+    for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
+      splat_dev_tile tile;
+      int ti, rb;
+      int64_t bh;
+      const int nrows = splat_ws_item(P, w, BH, tile, ti, rb, bh);
+      if (nrows <= 0) continue;
       const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
       const int64_t hk = h / P.shape.heads_per_kv;
       const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
-      __syncthreads(); /* the consumers are done with the previous batch*head's Q */
+      /* Q and the row ids into buffer k % 2, once the consumers are done with item k - 2. */
+      const int qb = (int)(k & 1u);
+      int *sRow = sRows + qb * SPLAT_TQ;
+      unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
+      splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
+      if (threadIdx.x < SPLAT_TQ) {
+        sRow[threadIdx.x] =
+            (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
+      }
+      splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
           P.q, b, h, sRow, nrows,
-          [&](int r, int ch) { return sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
+          [&](int r, int ch) { return sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
       splat_cp_async_commit();
       splat_cp_async_wait<0>();
       splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
-      splat_mbar_arrive(qfull);
-      for (int li = 0; li < tile.nruns; li++) {
+      splat_mbar_arrive(&qfull[qb]);
+      k++;
+      for (int li = 0; li < tile.nruns; li++, R++) {
         const splat_dev_run run = P.pat.runs[tile.run_begin + li];
         for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
-          /* The run's interval tables (buffer li % STAGES: the run STAGES back is done). */
+          /* The run's interval tables (buffer R % STAGES: the run STAGES back is done). */
           if (ls == 0 && threadIdx.x < SPLAT_TQ) {
-            const int r = threadIdx.x, tb = li % SPLAT_STAGES;
+            const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
             sNiv[tb * SPLAT_TQ + r] =
                 r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width,
                                                 sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS)
@@ -186,15 +217,22 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int t = lane & 3;
   const int r0 = 64 * cw + 16 * warp + (lane >> 2); /* this thread's rows r0, r0 + 8 */
-  const uint32_t q_addr = splat_smem_addr(sQ) + cw * 64 * 128;
   const uint32_t kv_addr = splat_smem_addr(sKV);
-  const bool active = 64 * cw < nrows;                 /* a warpgroup past the block's rows idles */
-  const int slot = P.pat.slots ? P.pat.slots[ti] : -1; /* a chunk of a split tile: partials */
-  uint32_t n = 0, iter = 0;                            /* sub-tiles consumed; batch*heads done */
-  for (int64_t bh = bh0; bh < BH; bh += gridDim.y, iter++) {
+  uint32_t n = 0, R = 0, k = 0;
+  for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
+    splat_dev_tile tile;
+    int ti, rb;
+    int64_t bh;
+    const int nrows = splat_ws_item(P, w, BH, tile, ti, rb, bh);
+    if (nrows <= 0) continue;
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
-    __syncthreads(); /* matches the producer's: this CTA's previous batch*head is done */
-    splat_mbar_wait(qfull, iter & 1u);
+    const int qb = (int)(k & 1u);
+    const int *sRow = sRows + qb * SPLAT_TQ;
+    const uint32_t q_addr =
+        splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128;
+    splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
+    const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
+    const int slot = P.pat.slots ? P.pat.slots[ti] : -1; /* a chunk of a split tile: partials */
 
     float o[SPLAT_NO];
 #pragma unroll
@@ -246,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     };
     auto next = [&](bool pending) -> int {
       for (; li < tile.nruns; step()) {
-        const int st = (int)(n % SPLAT_STAGES), tb = li % SPLAT_STAGES;
+        const int st = (int)(n % SPLAT_STAGES), tb = (int)((R + li) % SPLAT_STAGES);
         const int32_t g0 = run.base + ls * SPLAT_KT;
         splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
         bool touched = active;
@@ -279,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
       for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
       if (run.predicate) {
-        const int tb = li % SPLAT_STAGES;
+        const int tb = (int)((R + li) % SPLAT_STAGES);
         splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
                                       r0, run.base + ls * SPLAT_KT, t);
       }
@@ -342,6 +380,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     } else {
       splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
     }
+    __syncwarp();
+    if (lane == 0) splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
+    R += (uint32_t)tile.nruns;
+    k++;
   }
 }
 

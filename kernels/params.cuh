@@ -120,6 +120,7 @@ typedef struct splat_attention_params {
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
   float *part;
+  int64_t work; /* warp-specialised kernel: work items (tiles x row blocks x batch*heads) */
   splat_dev_shape shape;
   float scale_log2; /* scale * log2(e) */
   float scale;

@@ -270,15 +270,18 @@ static void test_kernel_choice(void) {
   /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 4 && splat__kspec_tile_threads(a) == 384);
+  CHECK(splat__kspec_ws_ctas_per_sm(a) == 1);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s", tile);
   splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
-  /* ... + 8 mbarriers (full and empty per stage, Q, one spare) + tables + row ids. */
+  /* Two Q buffers + the ring + 10 mbarriers (full and empty per stage and per Q buffer) +
+   * tables + two buffers of row ids. */
   CHECK(splat__kspec_tile_smem(a) ==
-        1024 + (128 + 2 * 3 * 64) * 256 + 8 * 8 + 3 * 128 * (2 * 16 + 4) + 128 * 4);
+        1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 + 3 * 128 * (2 * 16 + 4) + 2 * 128 * 4);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1);
   CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
+  CHECK(splat__kspec_ws_ctas_per_sm(a) == 2);
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1);
@@ -320,6 +323,14 @@ static void test_kernel_choice(void) {
   unsetenv("SPLAT_ATTN_WS");
 
   int on = -1;
+  unsetenv("SPLAT_ATTN_PERSISTENT");
+  CHECK(splat__kspec_env_persistent(&on) == SPLAT_OK && on == 1);
+  setenv("SPLAT_ATTN_PERSISTENT", "0", 1);
+  CHECK(splat__kspec_env_persistent(&on) == SPLAT_OK && on == 0);
+  setenv("SPLAT_ATTN_PERSISTENT", "on", 1);
+  CHECK(splat__kspec_env_persistent(&on) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_PERSISTENT=on"), "'%s'", splat__thread_error());
+  unsetenv("SPLAT_ATTN_PERSISTENT");
   unsetenv("SPLAT_ATTN_TMA");
   CHECK(splat__tma_env(&on) == SPLAT_OK && on == 1);
   setenv("SPLAT_ATTN_TMA", "0", 1);

@@ -79,6 +79,7 @@ struct splat__cuda_plan {
   CUdeviceptr part;
   CUfunction merge;       /* the merge kernel of split tiles (attention module) */
   splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
+  int persistent;         /* the warp-specialised kernel's grid: persistent (1) or per item */
   splat__kspec spec[SPLAT__KOP_COUNT];
   CUmodule mod[SPLAT__KOP_COUNT];
   CUfunction rows[SPLAT__KOP_COUNT];
@@ -188,6 +189,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
    * keep them). */
   int tma = 0;
   if (st == SPLAT_OK) st = splat__tma_env(&tma);
+  if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
   if (st == SPLAT_OK && tma && p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS &&
       p->tile[SPLAT__KOP_ATTENTION]) {
     splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
@@ -415,6 +417,22 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
   const int tq = 16 * p->spec[op].warps;
   const unsigned gz = (unsigned)((plan->tiles.tile_q + tq - 1) / tq);
   void *args[1] = {params};
+  if (p->spec[op].wgmma == SPLAT__WGMMA_WS) {
+    /* Work items (tile, row block, batch*head) walked by a 1-d grid: SMs x CTAs per SM of
+     * them (persistent), or one CTA per item. */
+    splat_attention_params *prm = params;
+    prm->work = ntiles * (int64_t)gz * plan->desc.batch * plan->desc.heads;
+    int64_t ctas = p->persistent
+                       ? (int64_t)p->cu->dev.sm_count * splat__kspec_ws_ctas_per_sm(&p->spec[op])
+                       : prm->work;
+    if (ctas > prm->work) ctas = prm->work;
+    if (ctas > INT32_MAX) ctas = INT32_MAX;
+    CU(drv->cuLaunchKernel(p->tile[op], (unsigned)ctas, 1, 1,
+                           (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
+                           (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
+       "cuLaunchKernel");
+    return SPLAT_OK;
+  }
   CU(drv->cuLaunchKernel(p->tile[op], (unsigned)ntiles, grid_y(plan), gz,
                          (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
                          (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),

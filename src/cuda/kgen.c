@@ -138,10 +138,11 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
-  if (s->wgmma) {
-    const int barriers = s->wgmma == SPLAT__WGMMA_WS ? 8 * (2 * s->stages + 2) : 0;
-    return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + barriers + tables;
+  if (s->wgmma == SPLAT__WGMMA_WS) { /* two Q buffers, mbarriers, a second row-id buffer */
+    return 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 + 8 * (2 * s->stages + 4) +
+           tables + tq * 4;
   }
+  if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
   return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
 }
@@ -195,6 +196,20 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups) {
                      "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1 or 2 (consumer warpgroups "
                      "of the sm_90a fused attention kernel)",
                      wg);
+}
+
+splat_status splat__kspec_env_persistent(int *on) {
+  const char *v = getenv("SPLAT_ATTN_PERSISTENT");
+  *on = 1;
+  if (!v || !*v || !strcmp(v, "1")) return SPLAT_OK;
+  if (!strcmp(v, "0")) {
+    *on = 0;
+    return SPLAT_OK;
+  }
+  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                     "SPLAT_ATTN_PERSISTENT=%s unsupported: must be 1 (a persistent grid for the "
+                     "warp-specialised attention kernel) or 0 (one CTA per work item)",
+                     v);
 }
 
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,

@@ -63,6 +63,11 @@ int splat__kspec_tile_smem(const splat__kspec *s);
 static inline int splat__kspec_tile_threads(const splat__kspec *s) {
   return 32 * s->warps + (s->wgmma == SPLAT__WGMMA_WS ? 128 : 0);
 }
+/* CTAs of the warp-specialised attention kernel that fit one SM (its launch bounds: one
+ * with two consumer warpgroups, two with one): its persistent grid is SMs x this. */
+static inline int splat__kspec_ws_ctas_per_sm(const splat__kspec *s) {
+  return s->warps > 4 ? 1 : 2;
+}
 static inline int splat__kspec_row_threads(const splat__kspec *s) {
   return 32 * s->row_warps;
 }
@@ -81,6 +86,11 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups);
  * SPLAT__WGMMA_SYNC; 1: SPLAT__WGMMA_WS) and SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0,
  * the kernel's default); any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups);
+
+/* SPLAT_ATTN_PERSISTENT: 1 (default, also unset or empty): the warp-specialised kernel runs
+ * a persistent grid (SMs x CTAs per SM, each CTA walking work items); 0: one CTA per work
+ * item (a cross-check); anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__kspec_env_persistent(int *on);
 
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
  * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
