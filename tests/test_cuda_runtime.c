@@ -285,9 +285,15 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1);
-  CHECK(a->tile && !a->wgmma);
+  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 0, "sm_90a", WS, 0);
-  CHECK(a->tile && !a->wgmma);
+  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
+  /* Its shared memory over the device's limit (8 segments a row at head_dim 128: 217 KB):
+   * the wgmma kernel, which fits. */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 0, "sm_90a", WS, 0);
+  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) > 200 * 1024);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 200 * 1024, "sm_90a", WS, 0);
+  CHECK(a->tile && a->wgmma == SYNC && splat__kspec_tile_smem(a) <= 200 * 1024);
 
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", WS, 0);
   CHECK(a->tile && !a->wgmma);
@@ -386,13 +392,15 @@ static void test_tma_views(void) {
       {2, 4, 1, 0, 1, 1, 9, 0},      /* view 3 */
       {1, 6, 1, 0, 1, 1, 9, 0},      /* a fifth pair: none */
       {0, 1, 1, 512, 3, 1, 9, 0},    /* contiguous again: view 0 */
+      {5, 4, 1, 0, 1, 1, 9, 0},      /* phase past the stride: none */
+      {-1, 2, 1, 0, 1, 1, 9, 0},     /* negative phase: none */
   };
-  const int want[] = {0, 1, 1, 2, -1, -1, -1, 3, -1, 0};
+  const int want[] = {0, 1, 1, 2, -1, -1, -1, 3, -1, 0, -1, -1};
   splat__tma_views v;
-  splat__tma_views_assign(runs, 10, 4096, &v);
+  splat__tma_views_assign(runs, 12, 4096, &v);
   CHECK(v.n == 4 && v.stride[0] == 1 && v.stride[1] == 2 && v.stride[2] == 256 &&
         v.width[2] == 32 && v.stride[3] == 4);
-  for (int i = 0; i < 10; i++) CHECKF(runs[i].view == want[i], "run %d: view %d", i, runs[i].view);
+  for (int i = 0; i < 12; i++) CHECKF(runs[i].view == want[i], "run %d: view %d", i, runs[i].view);
 
   /* K and V [2][3][4096][128] bf16, contiguous. */
   static uint16_t kbuf[8], vbuf[8];

@@ -202,6 +202,9 @@ static void load_api(void) {
                : get_v1(api_entries[i].name, &fn, SPLAT__CUDA_ABI, CU_GET_PROC_ADDRESS_DEFAULT);
     if (rc != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
       if (get_slot(i)) continue; /* the error-string fallbacks from dlsym */
+      /* Optional: without it the warp-specialised attention kernel gathers every key
+       * sub-tile (tma_views.c takes a NULL encoder). */
+      if (!strcmp(api_entries[i].name, "cuTensorMapEncodeTiled")) continue;
       snprintf(api_why, sizeof api_why,
                "the CUDA driver lacks %s (cuGetProcAddress returned %d, status %d); a driver "
                "for CUDA 12.0 or newer is needed",

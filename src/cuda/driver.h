@@ -53,7 +53,7 @@ typedef struct splat__cuda_api_table {
   CUresult (*cuGetErrorName)(CUresult error, const char **name);
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
-  splat__tma_encode_fn cuTensorMapEncodeTiled;
+  splat__tma_encode_fn cuTensorMapEncodeTiled; /* NULL when the driver lacks it */
 } splat__cuda_api_table;
 
 /* The process-wide table, loaded (dlopen, cuGetProcAddress, cuInit) on first use.

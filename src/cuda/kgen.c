@@ -160,11 +160,13 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups) {
      * share an SM and the consumers' registers (O, S, P and the descriptors) do not fit
      * beside the producer's. The K/V ring: 4 stages at head_dim 64, 3 at 128. */
     const int wgs = warpgroups ? warpgroups : 2;
-    if (s->head_dim == 128 && wgs < 2) return 0;
-    s->wgmma = SPLAT__WGMMA_WS;
-    s->warps = 4 * wgs;
-    s->stages = s->head_dim <= 64 ? 4 : 3;
-    return 1;
+    if (s->head_dim == 64 || wgs == 2) {
+      s->wgmma = SPLAT__WGMMA_WS;
+      s->warps = 4 * wgs;
+      s->stages = s->head_dim <= 64 ? 4 : 3;
+      return 1;
+    }
+    /* head_dim 128 with one warpgroup: the wgmma kernel. */
   }
   const int wgs = warpgroups ? warpgroups : 1;
   s->wgmma = SPLAT__WGMMA_SYNC;
@@ -218,8 +220,15 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
     /* Two warpgroups only where a query tile fills them (tile_q >= 128). */
-    if (arch && !strcmp(arch, "sm_90a"))
+    if (arch && !strcmp(arch, "sm_90a")) {
+      const splat__kspec plain = *s;
       splat__kspec_use_wgmma(s, kind, tile_q >= 128 ? warpgroups : 1);
+      /* The warp-specialised kernel's shared memory over the limit: the wgmma kernel. */
+      if (s->wgmma == SPLAT__WGMMA_WS && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
+        *s = plain;
+        splat__kspec_use_wgmma(s, SPLAT__WGMMA_SYNC, tile_q >= 128 ? warpgroups : 1);
+      }
+    }
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   }
 }

@@ -78,8 +78,8 @@ const char *splat__kspec_template(splat__kop op);
 /* Switches an attention spec with a tile kernel to the sm_90a kernel `kind`
  * (SPLAT__WGMMA_SYNC or _WS) of `warpgroups` consumer warpgroups of 64 rows (0: the
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
- * it qualifies: head_dim 64 or 128 (128 with two warpgroups for WS), 64-key sub-tiles.
- * Returns 1 when it did. */
+ * it qualifies: head_dim 64 or 128, 64-key sub-tiles; WS at head_dim 128 with one
+ * warpgroup takes the SYNC kernel instead. Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (0 or unset: kind
@@ -94,9 +94,10 @@ splat_status splat__kspec_env_persistent(int *on);
 
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
  * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
- * of `warpgroups` warpgroups (1 when tile_q < 128) when arch is "sm_90a", then the tile
- * kernel dropped where its dynamic shared memory exceeds smem_optin bytes (the device's
- * opt-in limit; 0 = no limit). specs: host array of SPLAT__KOP_COUNT; arch: host string
+ * of `warpgroups` warpgroups (1 when tile_q < 128) when arch is "sm_90a" (the SYNC kernel
+ * where the WS one's shared memory exceeds smem_optin), then the tile kernel dropped where
+ * its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
+ * limit). specs: host array of SPLAT__KOP_COUNT; arch: host string
  * such as "sm_90a". */
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
                        int tile_k, int smem_optin, const char *arch, int kind, int warpgroups);

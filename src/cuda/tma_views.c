@@ -16,8 +16,8 @@ void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
     splat_dev_run *r = &runs[i];
     r->view = -1;
     const int32_t d = r->stride, w = r->width;
-    const int fits =
-        d >= 1 && d <= seq_k && w >= 1 && (w == 1 || (64 % w == 0 && (int64_t)r->phase + w <= d));
+    const int fits = d >= 1 && d <= seq_k && w >= 1 && 64 % w == 0 && r->phase >= 0 &&
+                     (int64_t)r->phase + w <= d;
     if (!fits) continue;
     int v = 0;
     while (v < out->n && (out->stride[v] != d || out->width[v] != w)) v++;

@@ -20,9 +20,9 @@ typedef struct splat__tma_views {
 } splat__tma_views;
 
 /* Sets runs[i].view to the index of the view of its group, adding views in order of
- * first use up to SPLAT_TMA_VIEWS, or to -1 where the group has none: a group of width
- * w > 1 needs w to divide 64 and phase + w <= stride; any group needs stride <= seq_k;
- * groups past the first SPLAT_TMA_VIEWS (stride, width) pairs get none. */
+ * first use up to SPLAT_TMA_VIEWS, or to -1 where the group has none: a group needs its
+ * width w to divide 64, 0 <= phase and phase + w <= stride <= seq_k; groups past the first
+ * SPLAT_TMA_VIEWS (stride, width) pairs get none. */
 void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
                              splat__tma_views *out);
 
