@@ -1,0 +1,170 @@
+"""ws_protocol.py — a model of the synchronisation of kernels/attention_ws.cuh, run on
+random schedules: the producer warpgroup and 1-2 consumer warpgroups of one persistent
+CTA walking several work items; Q and row ids double-buffered (qfull / qempty), the K/V
+ring of STAGES stages (full / empty mbarriers with phase-parity waits), interval tables
+in buffers indexed by a global run counter, consumers skipping sub-tiles none of their
+rows touches, and the P V of the last computed sub-tile pending until the next one is
+found, or finished at the first skip.
+
+Checks, per random case: no deadlock; no stage, table or Q buffer overwritten while a
+consumer still reads it; no mbarrier wait more than one phase behind. With --old (the
+first version: the pending P V held across skips) it must find the deadlock, which shows
+the model can. The kernel is not derived from this file: change both together.
+
+    python3 tests/models/ws_protocol.py [cases]      # exit 0 when every case passes
+"""
+import random
+import sys
+
+
+class Barrier:
+    """An mbarrier: `count` arrivals complete a phase; wait(parity) passes once the phase
+    of that parity has completed (a fresh barrier counts phase -1, parity 1, as done)."""
+
+    arrivals = 0  # over all barriers: progress, for the deadlock check
+
+    def __init__(self, count):
+        self.count, self.arrived, self.done = count, 0, 0
+
+    def arrive(self):
+        Barrier.arrivals += 1
+        self.arrived += 1
+        if self.arrived == self.count:
+            self.arrived, self.done = 0, self.done + 1
+
+    def ready(self, use):
+        """Whether use number `use` (0, 1, ...) of the barrier's phases has completed."""
+        assert self.done <= use + 1, "a wait more than one phase behind"
+        return (self.done & 1) != (use & 1) if use >= 0 else True
+
+
+def run_case(seed, old=False):
+    rnd = random.Random(seed)
+    stages, wgs = rnd.choice([2, 3, 4]), rnd.choice([1, 2])
+    items = []  # per item: sub-tiles per run, and per warpgroup whether it computes each
+    for _ in range(rnd.randint(1, 6)):
+        runs = [rnd.randint(1, 8) for _ in range(rnd.randint(0, 4))]
+        p = rnd.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+        items.append((runs, [[[rnd.random() < p for _ in range(n)] for n in runs] for _ in range(wgs)]))
+    full = [Barrier(1) for _ in range(stages)]
+    empty = [Barrier(wgs) for _ in range(stages)]
+    qfull, qempty = [Barrier(1), Barrier(1)], [Barrier(wgs), Barrier(wgs)]
+    stage, table, qbuf = [None] * stages, [None] * stages, [None, None]
+    stage_readers, q_readers = [set() for _ in range(stages)], [set(), set()]
+
+    def producer():
+        n = R = 0
+        for k, (runs, _) in enumerate(items):
+            b = k & 1
+            while not qempty[b].ready((k >> 1) - 1):
+                yield
+            assert not q_readers[b], "Q buffer overwritten while read"
+            qbuf[b] = k
+            yield
+            qfull[b].arrive()
+            for li, nsub in enumerate(runs):
+                for ls in range(nsub):
+                    st = n % stages
+                    while not empty[st].ready(n // stages - 1):
+                        yield
+                    assert not stage_readers[st], "stage overwritten while read"
+                    if ls == 0:
+                        table[R % stages] = (k, li)
+                    stage[st] = (k, li, ls)
+                    yield
+                    full[st].arrive()
+                    n += 1
+                R += 1
+
+    def consumer(w):
+        n = R = 0
+        for k, (runs, touched) in enumerate(items):
+            b = k & 1
+            while not qfull[b].ready(k >> 1):
+                yield
+            assert qbuf[b] == k
+            q_readers[b].add(w)
+            order = [(li, ls) for li, nsub in enumerate(runs) for ls in range(nsub)]
+            state = {"pos": 0, "pending": None}
+
+            def finish():
+                pn, pid = state["pending"]
+                assert stage[pn % stages] == (k,) + pid, "V read from a refilled stage"
+                stage_readers[pn % stages].discard((w, pn))
+                empty[pn % stages].arrive()
+                state["pending"] = None
+
+            def walk():
+                """next(): to the next computed sub-tile; skips release their stage."""
+                nonlocal n
+                while state["pos"] < len(order):
+                    st, (li, ls) = n % stages, order[state["pos"]]
+                    while not full[st].ready(n // stages):
+                        yield
+                    assert stage[st] == (k, li, ls)
+                    assert table[(R + li) % stages] == (k, li), "interval table overwritten"
+                    if touched[w][li][ls]:
+                        return True
+                    if state["pending"] and not old:
+                        finish()
+                    empty[st].arrive()
+                    n += 1
+                    state["pos"] += 1
+                    yield
+                if state["pending"]:
+                    finish()
+                return False
+
+            while (yield from walk()):
+                stage_readers[n % stages].add((w, n))  # S reads K; P V will read V
+                yield
+                if state["pending"]:
+                    finish()
+                state["pending"] = (n, order[state["pos"]][0:2])
+                n += 1
+                state["pos"] += 1
+                yield
+            R += len(runs)
+            yield  # the epilogue reads the row ids of buffer b
+            assert qbuf[b] == k
+            q_readers[b].discard(w)
+            qempty[b].arrive()
+
+    alive = [producer()] + [consumer(w) for w in range(wgs)]
+    last, idle = Barrier.arrivals, 0
+    while alive:
+        actor = rnd.choice(alive)
+        try:
+            next(actor)
+        except StopIteration:
+            alive.remove(actor)
+        idle = 0 if Barrier.arrivals != last else idle + 1
+        last = Barrier.arrivals
+        if idle > 2000:  # every actor waits on a barrier nobody will arrive at
+            raise AssertionError("deadlock: no progress")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    cases = int(args[0]) if args else 300
+    failed = 0
+    for seed in range(cases):
+        try:
+            run_case(seed)
+        except AssertionError as e:
+            print(f"case {seed}: {e}")
+            failed += 1
+    # The model must see the first version's deadlock (else it proves nothing).
+    old_caught = 0
+    for seed in range(cases):
+        try:
+            run_case(seed, old=True)
+        except AssertionError:
+            old_caught += 1
+    print(f"{cases - failed} passed, {failed} failed; the first version fails {old_caught} of {cases}")
+    ok = failed == 0 and old_caught > 0
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
