@@ -3,19 +3,24 @@
  * the default until this one has passed the GPU check). The row kernel of
  * attention_rows.cuh takes the irregular remainder.
  *
- * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64, or 128 with two consumer warpgroups): one CTA per
- * (query tile row block, batch*head) = a producer warpgroup (warpgroup 0) + SPLAT_WARPS / 4
- * consumer warpgroups of 64 query rows each; setmaxnreg moves registers from the producer to the
+ * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64, or 128 with two consumer warpgroups): a
+ * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
+ * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
+ * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
+ * warpgroups of 64 query rows each; setmaxnreg moves registers from the producer to the
  * consumers.
- *   - Producer: Q once per batch*head (cp.async), then every 64-key sub-tile of the
- *     tile's key runs into a ring of SPLAT_STAGES K/V stages guarded by "full" and
- *     "empty" mbarriers. A sub-tile whose run has a TMA view (P.kmap/vmap, one per
- *     (stride, width) group: src/cuda/tma_views.c) is one tensor-map load per 64-column
- *     panel of K and of V, issued by one thread (dilated and strided keys are the map's
- *     middle coordinates, not masks); any other sub-tile is gathered by cp.async by the
- *     whole warpgroup. At a run's first sub-tile it also builds the rows' interval tables
- *     of the run's group for the mask.
- *   - Consumers: S = Q K^T by wgmma m64n64k16 (both operands in shared memory, K-major);
+ *   - Producer: per item, the row ids and Q (cp.async) into one of two buffers (full and
+ *     empty mbarriers per buffer: it loads item k+1 while the consumers finish item k),
+ *     then every 64-key sub-tile of the tile's key runs into a ring of SPLAT_STAGES K/V
+ *     stages guarded by "full" and "empty" mbarriers, the ring running on across items. A
+ *     sub-tile whose run has a TMA view (P.kmap/vmap, one per (stride, width) group:
+ *     src/cuda/tma_views.c) is one tensor-map load per 64-column panel of K and of V,
+ *     issued by one thread (dilated and strided keys are the map's middle coordinates,
+ *     not masks); any other sub-tile is gathered by cp.async by the whole warpgroup. At a
+ *     run's first sub-tile it also builds the rows' interval tables of the run's group for
+ *     the mask (buffer R % STAGES of a run counter R over the CTA's items: every run has at
+ *     least one sub-tile, so the run STAGES back is done).
+   - Consumers: S = Q K^T by wgmma m64n64k16 (both operands in shared memory, K-major);
  *     the mask predicate only on predicated runs; the online softmax in registers; P in
  *     the input dtype straight from the S registers is the A operand of O += P V (wgmma
  *     RS, V MN-major through the transpose bit). The product P V of one sub-tile is in

@@ -270,7 +270,7 @@ static void test_kernel_choice(void) {
   /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 4 && splat__kspec_tile_threads(a) == 384);
-  CHECK(splat__kspec_ws_ctas_per_sm(a) == 1);
+  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s", tile);
   splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0);
@@ -281,7 +281,10 @@ static void test_kernel_choice(void) {
         1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 + 3 * 128 * (2 * 16 + 4) + 2 * 128 * 4);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1);
   CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
-  CHECK(splat__kspec_ws_ctas_per_sm(a) == 2);
+  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2); /* 2 x 89 KB fit 228 KB */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 1);
+  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117344);
+  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1);

@@ -181,6 +181,13 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
   free(order);
   for (int64_t i = 0; st == SPLAT_OK && i < t->nruns; i++) {
     const splat__key_run *r = &t->runs[i];
+    /* The tile kernels' pipelines (and the interval-table buffers of attention_ws.cuh)
+     * count on every run having at least one key tile. */
+    if (r->ntiles < 1) {
+      st = splat__fail(SPLAT_ERR_INTERNAL, "splat_plan_create: key run %lld has %d key tiles",
+                       (long long)i, (int)r->ntiles);
+      break;
+    }
     splat_dev_run d = {
         r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, 0};
     runs[i] = d;
@@ -423,7 +430,8 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
     splat_attention_params *prm = params;
     prm->work = ntiles * (int64_t)gz * plan->desc.batch * plan->desc.heads;
     int64_t ctas = p->persistent
-                       ? (int64_t)p->cu->dev.sm_count * splat__kspec_ws_ctas_per_sm(&p->spec[op])
+                       ? (int64_t)p->cu->dev.sm_count *
+                             splat__kspec_ws_ctas_per_sm(&p->spec[op], p->cu->dev.max_smem_per_sm)
                        : prm->work;
     if (ctas > prm->work) ctas = prm->work;
     if (ctas > INT32_MAX) ctas = INT32_MAX;

@@ -63,10 +63,14 @@ int splat__kspec_tile_smem(const splat__kspec *s);
 static inline int splat__kspec_tile_threads(const splat__kspec *s) {
   return 32 * s->warps + (s->wgmma == SPLAT__WGMMA_WS ? 128 : 0);
 }
-/* CTAs of the warp-specialised attention kernel that fit one SM (its launch bounds: one
- * with two consumer warpgroups, two with one): its persistent grid is SMs x this. */
-static inline int splat__kspec_ws_ctas_per_sm(const splat__kspec *s) {
-  return s->warps > 4 ? 1 : 2;
+/* CTAs of the warp-specialised attention kernel that fit one SM: its launch bounds (one
+ * with two consumer warpgroups, two with one), fewer where their shared memory (plus the
+ * 1 KB the driver reserves per CTA) exceeds smem_per_sm bytes; at least 1. Its persistent
+ * grid is SMs x this. */
+static inline int splat__kspec_ws_ctas_per_sm(const splat__kspec *s, int smem_per_sm) {
+  const int bound = s->warps > 4 ? 1 : 2;
+  const int fit = smem_per_sm / (splat__kspec_tile_smem(s) + 1024);
+  return fit < 1 ? 1 : fit < bound ? fit : bound;
 }
 static inline int splat__kspec_row_threads(const splat__kspec *s) {
   return 32 * s->row_warps;
