@@ -1,6 +1,7 @@
 /* acsr.c — builds the generalised ACSR format: each row's columns as up to K affine
  * segments from the pattern's row evaluator, rows needing more going to a CSR remainder.
- * One pass over the rows, arrays grown geometrically: O(seq_q x K) for closed forms. */
+ * One pass over the rows, arrays sized from sample rows and grown geometrically:
+ * O(seq_q x K) for closed forms. */
 #include "analysis/acsr.h"
 
 #include <stdint.h>
@@ -67,9 +68,24 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
   advise_huge(out->row_seg, (size_t)(seq_q + 1) * sizeof *out->row_seg);
   advise_huge(out->rem_row, (size_t)(seq_q + 1) * sizeof *out->rem_row);
   int64_t seg_cap = 0, rem_cap = 0;
-  /* Most closed-form rows have one or two segments: start with room for two per row. */
+  /* Room for the segments from 64 sample rows (+ 1/8 + 16), so the array is rarely
+   * regrown: a regrowth copies into fresh pages, whose faults cost more than the rows
+   * (bigbird at 131072: 5 segments a row, 654,080 in all). */
+  int64_t seg_guess = 16;
+  if (seq_q > 0) {
+    splat__segment scratch[SPLAT_MAX_SEGMENTS];
+    const int64_t samples = seq_q < 64 ? seq_q : 64;
+    int64_t found = 0;
+    for (int64_t j = 0; j < samples; j++) {
+      const int n = splat__row_segments(e, j * (seq_q - 1) / (samples > 1 ? samples - 1 : 1),
+                                        scratch, max_segments);
+      if (n > 0) found += n;
+    }
+    const int64_t est = (int64_t)((double)found / (double)samples * (double)seq_q);
+    seg_guess = est + est / 8 + 16;
+  }
   if (!out->row_seg || !out->rem_row ||
-      !grow((void **)&out->segs, &seg_cap, 2 * seq_q + 16, sizeof *out->segs)) {
+      !grow((void **)&out->segs, &seg_cap, seg_guess, sizeof *out->segs)) {
     st =
         splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for %lld rows", (long long)seq_q);
     goto fail;
