@@ -62,6 +62,25 @@ SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const i
   }
 }
 
+/* Predicated runs: does any of the 64 rows of a warpgroup (block rows row0 .. row0 + 63)
+ * have an entry in key sub-tile [g0, g0 + KT)? iv, niv: the run's interval tables (TQ
+ * rows). Each warp of the warpgroup asks for all 64 rows (two a lane) and gets the same
+ * answer by its vote, so the warpgroup's wgmma stays uniform. */
+template <int TQ, int KT>
+SPLAT_DEV bool splat_attn_wg_touches(const splat_ival *iv, const int *niv, int row0, int32_t g0,
+                                     int lane) {
+  bool mine = false;
+  for (int rr = lane; rr < 64; rr += 32) {
+    const int r = row0 + rr;
+    const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
+    for (int q = 0; q < niv[r]; q++) {
+      const int4 v = *(const int4 *)(rv + q);
+      mine = mine || (v.x < g0 + KT && v.y >= g0);
+    }
+  }
+  return __any_sync(0xffffffffu, mine);
+}
+
 /* The softmax half of an online-softmax step on base-2 logits s: new row max over the
  * quad, s -> exp2(s - max), l -> l * alpha + this thread's sum; returns in alpha the
  * factor exp2(m_old - m_new) by which O must still be rescaled (splat_attn_rescale). A

@@ -123,17 +123,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
        * the same answer, so the warpgroup's wgmma stays uniform. */
       bool touched = 64 * wg < nrows; /* a warpgroup past the block's rows idles */
       if (touched && run.predicate) {
-        bool mine = false;
-        for (int rr = lane; rr < 64; rr += 32) {
-          const int r = 64 * wg + rr;
-          const int niv = sNiv[tb * SPLAT_TQ + r];
-          const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-          for (int q = 0; q < niv; q++) {
-            const int4 v = *(const int4 *)(iv + q);
-            mine = mine || (v.x < g0 + SPLAT_KT && v.y >= g0);
-          }
-        }
-        touched = __any_sync(0xffffffffu, mine);
+        touched = splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
+            sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ, 64 * wg, g0, lane);
       }
       if (touched) {
         const uint32_t k_addr = kv_addr + (uint32_t)((it % SPLAT_STAGES) * 2 * SPLAT_TILE_BYTES(SPLAT_KT));

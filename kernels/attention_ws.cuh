@@ -87,18 +87,28 @@ SPLAT_DEV bool splat_attn_tma_ok(const splat_attention_params &P, const splat_de
   return j_end <= J || run.phase >= P.pat.seq_k - run.stride * J;
 }
 
+/* A work item: rows [rb, rb + nrows) of query tile ti (`tile`), for batch b, head h. */
+struct splat_ws_item {
+  splat_dev_tile tile;
+  int ti, rb, nrows;
+  int64_t bh, b, h;
+};
+
 /* Work item w of P.work: tile-major (the host uploads the tiles heaviest first), then row
  * block, then batch*head (fastest), as splat_tile_block orders a grid of one item per
- * CTA. Returns the item's row count (<= 0: a row block past its tile, no work). */
-SPLAT_DEV int splat_ws_item(const splat_attention_params &P, int64_t w, int64_t BH,
-                            splat_dev_tile &tile, int &ti, int &rb, int64_t &bh) {
+ * CTA. nrows <= 0: a row block past its tile, no work. */
+SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_t w, int64_t BH) {
+  splat_ws_item it;
   const int64_t gz = (P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ, per = BH * gz;
-  ti = (int)(w / per);
+  it.ti = (int)(w / per);
   const int64_t rest = w % per;
-  bh = rest % BH;
-  rb = (int)(rest / BH) * SPLAT_TQ;
-  tile = P.pat.tiles[ti];
-  return tile.nrows - rb < SPLAT_TQ ? tile.nrows - rb : SPLAT_TQ;
+  it.bh = rest % BH;
+  it.b = it.bh / P.shape.heads;
+  it.h = it.bh % P.shape.heads;
+  it.rb = (int)(rest / BH) * SPLAT_TQ;
+  it.tile = P.pat.tiles[it.ti];
+  it.nrows = it.tile.nrows - it.rb < SPLAT_TQ ? it.tile.nrows - it.rb : SPLAT_TQ;
+  return it;
 }
 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
@@ -142,13 +152,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
     uint32_t n = 0, R = 0, k = 0;
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
-      splat_dev_tile tile;
-      int ti, rb;
-      int64_t bh;
-      const int nrows = splat_ws_item(P, w, BH, tile, ti, rb, bh);
-      if (nrows <= 0) continue;
-      const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
-      const int64_t hk = h / P.shape.heads_per_kv;
+      const splat_ws_item it = splat_ws_item_of(P, w, BH);
+      if (it.nrows <= 0) continue;
+      const splat_dev_tile tile = it.tile;
+      const int nrows = it.nrows;
+      const int64_t b = it.b, h = it.h, hk = h / P.shape.heads_per_kv;
       const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
       /* Q and the row ids into buffer k % 2, once the consumers are done with item k - 2. */
       const int qb = (int)(k & 1u);
@@ -157,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
       if (threadIdx.x < SPLAT_TQ) {
         sRow[threadIdx.x] =
-            (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + rb + threadIdx.x] : 0;
+            (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + it.rb + threadIdx.x] : 0;
       }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
@@ -225,19 +233,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const uint32_t kv_addr = splat_smem_addr(sKV);
   uint32_t n = 0, R = 0, k = 0;
   for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
-    splat_dev_tile tile;
-    int ti, rb;
-    int64_t bh;
-    const int nrows = splat_ws_item(P, w, BH, tile, ti, rb, bh);
-    if (nrows <= 0) continue;
-    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    const splat_ws_item it = splat_ws_item_of(P, w, BH);
+    if (it.nrows <= 0) continue;
+    const splat_dev_tile tile = it.tile;
+    const int nrows = it.nrows;
     const int qb = (int)(k & 1u);
     const int *sRow = sRows + qb * SPLAT_TQ;
     const uint32_t q_addr =
         splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128;
     splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
-    const int slot = P.pat.slots ? P.pat.slots[ti] : -1; /* a chunk of a split tile: partials */
+    const int slot = P.pat.slots ? P.pat.slots[it.ti] : -1; /* a chunk of a split tile: partials */
 
     float o[SPLAT_NO];
 #pragma unroll
@@ -294,17 +300,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
         bool touched = active;
         if (touched && run.predicate) {
-          bool mine = false;
-          for (int rr = lane; rr < 64; rr += 32) {
-            const int r = 64 * cw + rr;
-            const int niv = sNiv[tb * SPLAT_TQ + r];
-            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            for (int q = 0; q < niv; q++) {
-              const int4 v = *(const int4 *)(iv + q);
-              mine = mine || (v.x < g0 + SPLAT_KT && v.y >= g0);
-            }
-          }
-          touched = __any_sync(0xffffffffu, mine);
+          touched = splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
+              sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ, 64 * cw, g0, lane);
         }
         if (touched) return pending ? 2 : 1;
         if (pending) {
@@ -381,9 +378,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
     /* O / l and the log-sum-exp, to the original rows. */
     if (slot >= 0) {
-      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, bh, rb, r0, nrows, t);
+      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, it.bh, it.rb, r0, nrows, t);
     } else {
-      splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
+      splat_attn_store<SPLAT_NO>(P, o, m, l, it.b, it.h, sRow, r0, nrows, t);
     }
     __syncwarp();
     if (lane == 0) splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
