@@ -512,6 +512,7 @@ static int cmd_run(int argc, char **argv) {
       rep.kernels_compiled);
   printf("attention: %.3f ms (median of %lld), %.2f useful GFLOP/s\n", ms, (long long)o.repeat,
          flop / (ms * 1e6));
+  fflush(stdout); /* the float64 reference below takes seconds at large sizes */
 
   /* Check the first and the last (batch, head) slice against the dense reference. */
   double max_err = 0, max_ref = 0, scale = 1.0 / sqrt((double)o.head_dim);
