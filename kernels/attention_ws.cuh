@@ -37,6 +37,7 @@
 #include "attention_rows.cuh"
 #include "common.cuh"
 #include "pipeline.cuh"
+#include "tma_view.cuh"
 #include "wgmma.cuh"
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
@@ -76,15 +77,11 @@ static_assert(
     SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
     "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
-/* Can sub-tile g0 of `run` be loaded through its TMA view? The view of group (phase p,
- * stride d, width w) is K as {D, d, seq_k / d, heads, batch} with box {64, w, 64 / w}:
- * key p + i + d j at (i, j). It needs a sub-tile that starts a width-w piece, and any key
- * the view cannot reach (j >= seq_k / d) to be past seq_k (those are zero-filled). */
+/* Can sub-tile g0 of `run` be loaded through its TMA view (tma_view.cuh)? */
 SPLAT_DEV bool splat_attn_tma_ok(const splat_attention_params &P, const splat_dev_run &run,
                                  int32_t g0) {
-  if (!P.tma || run.view < 0 || g0 % run.width != 0) return false;
-  const int64_t J = P.pat.seq_k / run.stride, j_end = g0 / run.width + SPLAT_KT / run.width;
-  return j_end <= J || run.phase >= P.pat.seq_k - run.stride * J;
+  return P.tma && run.view >= 0 &&
+         splat_tma_subtile_ok(run.phase, run.stride, run.width, g0, SPLAT_KT, P.pat.seq_k);
 }
 
 /* A work item: rows [rb, rb + nrows) of query tile ti (`tile`), for batch b, head h. */

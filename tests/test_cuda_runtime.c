@@ -17,6 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../kernels/tma_view.cuh"
+#include "analysis/acsr.h"
+#include "analysis/tile_plan.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -30,6 +33,7 @@
 #include "cuda/nvrtc.h"
 #include "cuda/tma_views.h"
 #include "harness.h"
+#include "support/reference_patterns.h"
 
 static int skipped;
 
@@ -447,6 +451,104 @@ static void test_tma_views(void) {
   splat__tma_views none = {0, {0}, {0}};
   splat__tma_views_encode(&none, fake_encode, &k, &vt, 2, 3, 4096, 128, &prm);
   CHECK(prm.tma == 0);
+}
+
+/* Checks sub-tile g0 of group (p, d, w) against the gather's definition of its keys:
+ * when splat_tma_subtile_ok says the view's box serves it, every row of the box holds the
+ * gathered key p + (g / w) d + g % w and is read exactly when that key is below seq_k
+ * (else zero-filled, as the gather zero-fills). Returns 1 when the box serves it. */
+static int check_tma_subtile(int32_t p, int32_t d, int32_t w, int32_t g0, int64_t seq_k,
+                             int64_t *bad) {
+  const int ok = splat_tma_subtile_ok(p, d, w, g0, 64, seq_k);
+  int dropped = 0; /* keys below seq_k the box would zero-fill */
+  for (int kk = 0; kk < 64; kk++) {
+    const int64_t g = (int64_t)g0 + kk, want = p + (g / w) * d + g % w;
+    int read = 0;
+    const int64_t key = splat_tma_box_key(p, d, w, g0, kk, seq_k, &read);
+    if (g0 % w == 0 && key != want) ++*bad;
+    if (!read && want < seq_k) dropped = 1;
+    if (ok && read != (want < seq_k)) ++*bad;
+  }
+  /* Exact: the box is refused only where it would drop a key (or g0 starts no piece). */
+  if (g0 % w == 0 && ok == dropped) ++*bad;
+  return ok;
+}
+
+/* The TMA views' boxes against the gather on random groups, then on every view sub-tile of
+ * the tile plans of the reference specs at awkward sizes (seq_k not a multiple of the
+ * stride: the last keys of low phases fall back to the gather). */
+static void test_tma_view_keys(void) {
+  static const int widths[] = {1, 2, 4, 8, 16, 32, 64};
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  int64_t bad = 0, served = 0, tried = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    const int32_t w = widths[(rng >> 33) % 7];
+    const int32_t d = w + (int32_t)((rng >> 40) % 300);
+    const int32_t p = (int32_t)((rng >> 20) % (uint64_t)(d - w + 1));
+    const int64_t seq_k = d + (int64_t)((rng >> 12) % 5000);
+    const int32_t g0 = w * (int32_t)((rng >> 50) % (uint64_t)(seq_k / d + 3));
+    served += check_tma_subtile(p, d, w, g0, seq_k, &bad);
+    tried++;
+  }
+  CHECKF(bad == 0, "%lld mismatches between the view's box and the gather", (long long)bad);
+  CHECKF(served > tried / 4 && served < tried, "%lld of %lld random sub-tiles served",
+         (long long)served, (long long)tried);
+
+  static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {4097, 4097}};
+  int64_t plan_subtiles = 0, plan_served = 0;
+  bad = 0;
+  for (int pi = 0; pi < splat_ref_pattern_count; pi++) {
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      splat_pattern *pat = NULL;
+      if (splat_pattern_parse(splat_ref_patterns[pi].spec, sizes[si][0], sizes[si][1], &pat) !=
+          SPLAT_OK)
+        continue;
+      splat__acsr a;
+      splat__tile_plan t;
+      memset(&t, 0, sizeof t);
+      if (splat__acsr_build(pat, 0, &a) == SPLAT_OK) {
+        if (splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK) {
+          splat_dev_run *runs = calloc((size_t)(t.nruns ? t.nruns : 1), sizeof *runs);
+          for (int64_t i = 0; runs && i < t.nruns; i++) {
+            const splat__key_run *r = &t.runs[i];
+            splat_dev_run dr = {r->group.phase,
+                                r->group.stride,
+                                r->group.width,
+                                r->base,
+                                r->ntiles,
+                                r->predicate,
+                                -1,
+                                0};
+            runs[i] = dr;
+          }
+          splat__tma_views v;
+          if (runs) splat__tma_views_assign(runs, t.nruns, sizes[si][1], &v);
+          for (int64_t i = 0; runs && i < t.nruns; i++) {
+            const splat_dev_run *r = &runs[i];
+            if (r->view < 0) continue;
+            for (int32_t sub = 0; sub < r->ntiles * 2; sub++) {
+              plan_subtiles++;
+              plan_served += check_tma_subtile(r->phase, r->stride, r->width, r->base + 64 * sub,
+                                               sizes[si][1], &bad);
+            }
+          }
+          free(runs);
+          splat__tile_plan_free(&t);
+        }
+        splat__acsr_free(&a);
+      }
+      splat_pattern_destroy(pat);
+    }
+  }
+  CHECKF(bad == 0, "%lld mismatches on the reference plans", (long long)bad);
+  CHECKF(plan_subtiles > 1000 && plan_served > plan_subtiles / 2,
+         "%lld of %lld view sub-tiles of the reference plans served by the box",
+         (long long)plan_served, (long long)plan_subtiles);
+  printf(
+      "TMA view boxes: %lld of %lld view sub-tiles of the reference plans served, the rest "
+      "gathered\n",
+      (long long)plan_served, (long long)plan_subtiles);
 }
 
 /* ------------------------------------------------------------ split attention tiles */
@@ -1064,6 +1166,7 @@ int main(void) {
   test_codegen();
   test_kernel_choice();
   test_tma_views();
+  test_tma_view_keys();
   test_attn_split();
   test_ptxas_parse();
   test_nvrtc();

@@ -1,0 +1,39 @@
+/* tma_view.cuh — which keys a TMA view's box loads, shared by the device (the producer of
+ * attention_ws.cuh) and the host (C11: tests/test_cuda_runtime.c checks it against the
+ * gather's definition of a group's keys). The view of key group (phase p, stride d,
+ * width w) sees K as {D, d, seq_k / d, heads_kv, batch}; a 64-key sub-tile starting at
+ * gathered index g0 (a multiple of w) is the box {64, w, 64 / w} at (0, p, g0 / w): its
+ * row kk holds key p + kk % w + d (g0 / w + kk / w), zero-filled where the third
+ * coordinate reaches seq_k / d. */
+#ifndef SPLAT_KERNELS_TMA_VIEW_CUH
+#define SPLAT_KERNELS_TMA_VIEW_CUH
+
+#include "params.cuh"
+
+#ifdef __CUDACC_RTC__
+#define SPLAT_HOST_DEV __device__ __forceinline__
+#else
+#define SPLAT_HOST_DEV static inline
+#endif
+
+/* Key of row kk of the box of sub-tile g0, and whether the box reads it (1) or zero-fills
+ * it (0: third coordinate >= seq_k / d). */
+SPLAT_HOST_DEV int64_t splat_tma_box_key(int32_t phase, int32_t stride, int32_t width, int32_t g0,
+                                         int kk, int64_t seq_k, int *read) {
+  const int64_t j = (int64_t)(g0 / width) + kk / width;
+  *read = j < seq_k / stride;
+  return (int64_t)phase + kk % width + (int64_t)stride * j;
+}
+
+/* Whether sub-tile g0 (kt keys) of a group with a view is exactly the view's box: it starts
+ * a width-w piece, and every key the box zero-fills is past seq_k. With J = seq_k / d, the
+ * box zero-fills its rows of j >= J; those of j > J hold keys >= d (J + 1) > seq_k, and
+ * those of j = J keys phase + i + d J, past seq_k when phase >= seq_k - d J. */
+SPLAT_HOST_DEV int splat_tma_subtile_ok(int32_t phase, int32_t stride, int32_t width, int32_t g0,
+                                        int kt, int64_t seq_k) {
+  if (g0 % width != 0) return 0;
+  const int64_t J = seq_k / stride, j0 = (int64_t)(g0 / width), j_end = j0 + kt / width;
+  return j_end <= J || j0 > J || (int64_t)phase >= seq_k - (int64_t)stride * J;
+}
+
+#endif
