@@ -11,12 +11,13 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
-  splat-ws, splat-ws-wg1, splat-ws-item, splat-ws-gather, splat-wg2, splat-split
-           (opt-in: --peers ...,splat-ws) splat with SPLAT_ATTN_WS=1 (the warp-specialised
-           TMA kernel; with SPLAT_ATTN_WARPGROUPS=1 at head_dim 64, SPLAT_ATTN_PERSISTENT=0:
-           one CTA per work item, or SPLAT_ATTN_TMA=0: every key sub-tile gathered by
-           cp.async), SPLAT_ATTN_WARPGROUPS=2 or SPLAT_ATTN_SPLIT=32, the kernel options,
-           against the default in one process
+  splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split
+           (opt-in: --peers ...,splat-sync) splat under a kernel option, against the
+           default in one process: SPLAT_ATTN_WS=0 (the wgmma kernel without warp
+           specialisation; with SPLAT_ATTN_WARPGROUPS=2), SPLAT_ATTN_WARPGROUPS=1 (one
+           consumer warpgroup, head_dim 64), SPLAT_ATTN_PERSISTENT=0 (one CTA per work
+           item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
+           SPLAT_ATTN_SPLIT=32
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
@@ -82,11 +83,11 @@ PEERS = ["splat", "flex", "sdpa", "masked", "unfused"]
 # the same process as the default: the warp-specialised kernel (two consumer warpgroups,
 # one, or without TMA), the default kernel with two warpgroups, split long tiles.
 VARIANT_ENV = {
-    "splat-ws": {"SPLAT_ATTN_WS": "1"},
-    "splat-ws-wg1": {"SPLAT_ATTN_WS": "1", "SPLAT_ATTN_WARPGROUPS": "1"},
-    "splat-ws-item": {"SPLAT_ATTN_WS": "1", "SPLAT_ATTN_PERSISTENT": "0"},
-    "splat-ws-gather": {"SPLAT_ATTN_WS": "1", "SPLAT_ATTN_TMA": "0"},
-    "splat-wg2": {"SPLAT_ATTN_WARPGROUPS": "2"},
+    "splat-sync": {"SPLAT_ATTN_WS": "0"},
+    "splat-sync-wg2": {"SPLAT_ATTN_WS": "0", "SPLAT_ATTN_WARPGROUPS": "2"},
+    "splat-wg1": {"SPLAT_ATTN_WARPGROUPS": "1"},
+    "splat-item": {"SPLAT_ATTN_PERSISTENT": "0"},
+    "splat-gather": {"SPLAT_ATTN_TMA": "0"},
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)

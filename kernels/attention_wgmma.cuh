@@ -1,6 +1,8 @@
 /* attention_wgmma.cuh — the fused attention forward on Hopper (sm_90a): the shape of
  * attention_tile.cuh with both products on wgmma. The row kernel of attention_rows.cuh
- * takes the irregular remainder.
+ * takes the irregular remainder. With SPLAT_ATTN_WS=0, and where the warp-specialised
+ * kernel (attention_ws.cuh, the default) does not fit: head_dim 128 with 64-row tiles,
+ * shared memory over the device's limit.
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64 or 128): one CTA = SPLAT_WARPS / 4
  * warpgroups of 64 rows each per (query tile row block, batch*head); with two, both read

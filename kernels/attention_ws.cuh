@@ -1,7 +1,7 @@
 /* attention_ws.cuh — the fused attention forward on Hopper (sm_90a), warp-specialised
- * in the FlashAttention-3 shape (experimental, SPLAT_ATTN_WS=1: attention_wgmma.cuh is
- * the default until this one has passed the GPU check). The row kernel of
- * attention_rows.cuh takes the irregular remainder.
+ * in the FlashAttention-3 shape: the default (SPLAT_ATTN_WS=0 takes attention_wgmma.cuh,
+ * which also serves where this one does not fit). The row kernel of attention_rows.cuh
+ * takes the irregular remainder.
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64, or 128 with two consumer warpgroups): a
  * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each

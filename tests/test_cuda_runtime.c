@@ -317,7 +317,7 @@ static void test_kernel_choice(void) {
   int kind = -1, w = -1;
   unsetenv("SPLAT_ATTN_WS");
   unsetenv("SPLAT_ATTN_WARPGROUPS");
-  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == SYNC && w == 0);
+  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == WS && w == 0);
   setenv("SPLAT_ATTN_WS", "1", 1);
   setenv("SPLAT_ATTN_WARPGROUPS", "1", 1);
   CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == WS && w == 1);

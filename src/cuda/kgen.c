@@ -178,16 +178,17 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups) {
 
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups) {
   const char *ws = getenv("SPLAT_ATTN_WS"), *wg = getenv("SPLAT_ATTN_WARPGROUPS");
-  *kind = SPLAT__WGMMA_SYNC;
+  *kind = SPLAT__WGMMA_WS;
   *warpgroups = 0;
-  if (ws && *ws && strcmp(ws, "0")) {
-    if (strcmp(ws, "1")) {
+  if (ws && *ws && strcmp(ws, "1")) {
+    if (strcmp(ws, "0")) {
       return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                         "SPLAT_ATTN_WS=%s unsupported: must be 0 (the default sm_90a fused "
-                         "attention kernel) or 1 (the warp-specialised one, experimental)",
+                         "SPLAT_ATTN_WS=%s unsupported: must be 1 (the default: the "
+                         "warp-specialised sm_90a fused attention kernel) or 0 (the wgmma "
+                         "kernel without warp specialisation)",
                          ws);
     }
-    *kind = SPLAT__WGMMA_WS;
+    *kind = SPLAT__WGMMA_SYNC;
   }
   if (!wg || !*wg) return SPLAT_OK;
   if (!strcmp(wg, "1") || !strcmp(wg, "2")) {

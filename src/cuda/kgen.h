@@ -34,8 +34,8 @@ typedef struct splat__kspec {
   int wgmma;     /* attention: which sm_90a tile kernel (SPLAT__WGMMA_*), or 0 */
 } splat__kspec;
 
-/* The sm_90a attention tile kernels: attention_wgmma.cuh (the default) and the
- * warp-specialised attention_ws.cuh (SPLAT_ATTN_WS=1, experimental). */
+/* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
+ * and attention_wgmma.cuh (SPLAT_ATTN_WS=0, and where the other does not fit). */
 enum { SPLAT__WGMMA_NONE = 0, SPLAT__WGMMA_SYNC = 1, SPLAT__WGMMA_WS = 2 };
 
 /* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
@@ -86,8 +86,8 @@ const char *splat__kspec_template(splat__kop op);
  * warpgroup takes the SYNC kernel instead. Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups);
 
-/* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (0 or unset: kind
- * SPLAT__WGMMA_SYNC; 1: SPLAT__WGMMA_WS) and SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0,
+/* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
+ * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC) and SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0,
  * the kernel's default); any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups);
 
