@@ -81,28 +81,49 @@ SPLAT_DEV bool splat_attn_wg_touches(const splat_ival *iv, const int *niv, int r
   return __any_sync(0xffffffffu, mine);
 }
 
-/* The softmax half of an online-softmax step on base-2 logits s: new row max over the
- * quad, s -> exp2(s - max), l -> l * alpha + this thread's sum; returns in alpha the
- * factor exp2(m_old - m_new) by which O must still be rescaled (splat_attn_rescale). A
- * row whose entries are all masked so far keeps p = 0 and finite exponents. */
+/* 2^x by the special-function unit alone (ex2.approx.ftz: relative error ~2^-22, results
+ * below 2^-126 flushed to zero), without exp2f's range fix-up around it. */
+SPLAT_DEV float splat_ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/* The logit scale of the softmax step: raw scores s are base-2 logits s c. c > 0 is folded
+ * into the exponent (the row max of s c is c times that of s); any other scale is applied
+ * to s here, before the mask, and the step runs with c = 1. Uniform: a branch, no cost. */
+template <int N>
+SPLAT_DEV float splat_attn_logit_scale(float (&s)[N], float scale_log2) {
+  if (scale_log2 > 0.f) return scale_log2;
+#pragma unroll
+  for (int i = 0; i < N; i++) s[i] *= scale_log2;
+  return 1.f;
+}
+
+/* The softmax half of an online-softmax step on scores s whose base-2 logits are s c (c > 0,
+ * splat_attn_logit_scale): new row max (base 2) over the quad, s -> exp2(s c - max) by
+ * one FFMA and one ex2, l -> l * alpha + this thread's sum; returns in alpha the factor
+ * exp2(m_old - m_new) by which O must still be rescaled (splat_attn_rescale). A row whose
+ * entries are all masked (-inf) so far keeps p = 0 and finite exponents. */
 template <int NJ>
 SPLAT_DEV void splat_attn_softmax_step(float (&s)[4 * NJ], float (&m)[2], float (&l)[2],
-                                       float (&alpha)[2]) {
+                                       float (&alpha)[2], float c) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
-    float mx = m[hf];
+    float mx = SPLAT_NEG_INF;
 #pragma unroll
     for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    mx = fmaxf(m[hf], mx * c);
     const float base = mx == SPLAT_NEG_INF ? 0.f : mx;
-    alpha[hf] = exp2f(m[hf] - base);
+    alpha[hf] = splat_ex2(m[hf] - base);
     m[hf] = mx;
     float sum = 0.f;
 #pragma unroll
     for (int j = 0; j < NJ; j++) {
-      s[4 * j + 2 * hf] = exp2f(s[4 * j + 2 * hf] - base);
-      s[4 * j + 2 * hf + 1] = exp2f(s[4 * j + 2 * hf + 1] - base);
+      s[4 * j + 2 * hf] = splat_ex2(fmaf(s[4 * j + 2 * hf], c, -base));
+      s[4 * j + 2 * hf + 1] = splat_ex2(fmaf(s[4 * j + 2 * hf + 1], c, -base));
       sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
     }
     l[hf] = l[hf] * alpha[hf] + sum; /* this thread's columns; the quad sums at the end */
@@ -124,9 +145,9 @@ SPLAT_DEV void splat_attn_rescale(float (&o)[NO], const float (&alpha)[2]) {
 /* One whole online-softmax step: the softmax half, then O rescaled. */
 template <int NJ, int NO>
 SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], float (&m)[2],
-                                         float (&l)[2]) {
+                                         float (&l)[2], float c) {
   float alpha[2];
-  splat_attn_softmax_step<NJ>(s, m, l, alpha);
+  splat_attn_softmax_step<NJ>(s, m, l, alpha, c);
   splat_attn_rescale<NO>(o, alpha);
 }
 

@@ -160,13 +160,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           }
         }
         /* Base-2 logits; the mask of predicated runs; the online softmax. */
-#pragma unroll
-        for (int i = 0; i < 4 * SPLAT_NJ; i++) s[i] *= P.scale_log2;
+        const float c = splat_attn_logit_scale(s, P.scale_log2);
         if (run.predicate) {
           splat_attn_mask<SPLAT_NJ>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
                                     16 * warp + g, g0, t);
         }
-        splat_attn_online_softmax<SPLAT_NJ, SPLAT_DP / 2>(s, o, m, l);
+        splat_attn_online_softmax<SPLAT_NJ, SPLAT_DP / 2>(s, o, m, l, c);
         /* O += P V: P's accumulator pairs are the A fragments of m16n8k16. */
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KT / 16; kk++) {

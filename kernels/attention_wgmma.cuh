@@ -143,13 +143,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_fence_acc(s);
         /* Base-2 logits; the mask of predicated runs; the online softmax (the register
          * layout of attention_common.cuh). */
-#pragma unroll
-        for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
+        const float c = splat_attn_logit_scale(s, P.scale_log2);
         if (run.predicate) {
           splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
                                         r0, g0, t);
         }
-        splat_attn_online_softmax<SPLAT_KT / 8, SPLAT_NO>(s, o, m, l);
+        splat_attn_online_softmax<SPLAT_KT / 8, SPLAT_NO>(s, o, m, l, c);
         uint32_t a[SPLAT_KT / 16][4];
         splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
         splat_wgmma_fence();

@@ -59,8 +59,8 @@ static_assert(SPLAT_KT == 64, "the warp-specialised attention kernel takes 64-ke
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 104 and the
  * consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
-#define SPLAT_PRODUCER_REGS 104 /* work items, interval tables and the cp.async gather */
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 200 : 152)
+#define SPLAT_PRODUCER_REGS (SPLAT_WGS > 1 ? 112 : 104) /* items, interval tables, the gather */
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 152)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -76,13 +76,6 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
 static_assert(
     SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
     "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
-
-/* Can sub-tile g0 of `run` be loaded through its TMA view (tma_view.cuh)? */
-SPLAT_DEV bool splat_attn_tma_ok(const splat_attention_params &P, const splat_dev_run &run,
-                                 int32_t g0) {
-  return P.tma && run.view >= 0 &&
-         splat_tma_subtile_ok(run.phase, run.stride, run.width, g0, SPLAT_KT, P.pat.seq_k);
-}
 
 /* A work item: rows [rb, rb + nrows) of query tile ti (`tile`), for batch b, head h. */
 struct splat_ws_item {
@@ -175,6 +168,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       k++;
       for (int li = 0; li < tile.nruns; li++, R++) {
         const splat_dev_run run = P.pat.runs[tile.run_begin + li];
+        /* Which of the run's sub-tiles its TMA view serves (tma_view.cuh); the rest are
+         * gathered. */
+        const bool view = P.tma && run.view >= 0;
+        const splat_tma_run tv =
+            splat_tma_run_of(run.phase, run.stride, view ? run.width : 1, run.base, SPLAT_KT,
+                             P.pat.seq_k);
         for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
@@ -189,10 +188,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           const int32_t g0 = run.base + ls * SPLAT_KT;
           unsigned char *sk = sKV + st * 2 * SPLAT_TILE_BYTES(SPLAT_KT);
           unsigned char *sv = sk + SPLAT_TILE_BYTES(SPLAT_KT);
-          if (splat_attn_tma_ok(P, run, g0)) {
+          if (view && splat_tma_run_serves(tv, ls)) {
             if (threadIdx.x == 0) {
               splat_mbar_arrive_expect_tx(&full[st], 2 * SPLAT_TILE_BYTES(SPLAT_KT));
-              const int j0 = g0 / run.width;
+              const int j0 = tv.j0 + tv.jstep * ls;
 #pragma unroll
               for (int p = 0; p < SPLAT_DP / 64; p++) {
                 splat_tma_load_5d(sk + p * SPLAT_KT * 128, &P.kmap[run.view], &full[st], 64 * p,
@@ -227,7 +226,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int t = lane & 3;
   const int r0 = 64 * cw + 16 * warp + (lane >> 2); /* this thread's rows r0, r0 + 8 */
+  /* The descriptors of stage 0's K and V tiles; a stage and a k16 step move them by
+   * constants (splat_wgmma_desc_add). */
   const uint32_t kv_addr = splat_smem_addr(sKV);
+  const uint64_t kdesc0 = splat_wgmma_desc_k<SPLAT_KT>(kv_addr, 0);
+  const uint64_t vdesc0 = splat_wgmma_desc_mn<SPLAT_KT>(kv_addr + SPLAT_TILE_BYTES(SPLAT_KT), 0);
   uint32_t n = 0, R = 0, k = 0;
   for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
     const splat_ws_item it = splat_ws_item_of(P, w, BH);
@@ -236,8 +239,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int nrows = it.nrows;
     const int qb = (int)(k & 1u);
     const int *sRow = sRows + qb * SPLAT_TQ;
-    const uint32_t q_addr =
-        splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128;
+    const uint64_t qdesc = splat_wgmma_desc_k<SPLAT_TQ>(
+        splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128, 0);
     splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
     const int slot = P.pat.slots ? P.pat.slots[it.ti] : -1; /* a chunk of a split tile: partials */
@@ -249,18 +252,24 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     uint32_t a[SPLAT_KT / 16][4]; /* P of the pending sub-tile (stage pst), in 16 bits */
     int pst = 0;
 
+    /* O += P V of the pending sub-tile: its k16 steps on stage pst's V. */
+    auto issue_pv = [&]() {
+#pragma unroll
+      for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+        splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(
+            o, a[kk],
+            splat_wgmma_desc_add(vdesc0, (uint32_t)pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
+                                             splat_wgmma_mn_step(kk)),
+            1);
+      }
+    };
+
     /* O += P V of the pending sub-tile (issued, or issue it now when `issue`); waits for
      * it and releases its stage. */
     auto finish_pv = [&](bool issue) {
       if (issue) {
-        const uint32_t v_addr =
-            kv_addr + (uint32_t)(pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT)) + SPLAT_TILE_BYTES(SPLAT_KT);
         splat_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
-          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk),
-                                                1);
-        }
+        issue_pv();
         splat_wgmma_commit();
       }
       splat_wgmma_wait<0>();
@@ -311,24 +320,25 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       if (pending) finish_pv(true);
       return 0;
     };
-    /* S of the cursor's sub-tile into s (base-2 logits, masked), then its softmax half. */
+    /* The scores of the cursor's sub-tile in s, masked, then their softmax half. */
     auto scores = [&](float(&s)[SPLAT_NS], float(&alpha)[2]) {
-#pragma unroll
-      for (int i = 0; i < SPLAT_NS; i++) s[i] *= P.scale_log2;
+      const float c = splat_attn_logit_scale(s, P.scale_log2);
       if (run.predicate) {
         const int tb = (int)((R + li) % SPLAT_STAGES);
         splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
                                       r0, run.base + ls * SPLAT_KT, t);
       }
-      splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha);
+      splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
     auto issue_s = [&](float(&s)[SPLAT_NS], int st) {
-      const uint32_t k_addr = kv_addr + (uint32_t)(st * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
       splat_wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-        splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr, kk),
-                                           splat_wgmma_desc_k<SPLAT_KT>(k_addr, kk), kk > 0);
+        splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(
+            s, splat_wgmma_desc_add(qdesc, splat_wgmma_k_step<SPLAT_TQ>(kk)),
+            splat_wgmma_desc_add(kdesc0, (uint32_t)st * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
+                                             splat_wgmma_k_step<SPLAT_KT>(kk)),
+            kk > 0);
       }
       splat_wgmma_commit();
     };
@@ -352,15 +362,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       step();
       while ((at = next(true)) == 2) {
         const int st = (int)(n % SPLAT_STAGES);
-        const uint32_t v_addr =
-            kv_addr + (uint32_t)(pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT)) + SPLAT_TILE_BYTES(SPLAT_KT);
         float s[SPLAT_NS], alpha[2];
         issue_s(s, st); /* its fence also covers P's registers */
-#pragma unroll
-        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
-          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk),
-                                                1);
-        }
+        issue_pv();
         splat_wgmma_commit();
         splat_wgmma_wait<1>(); /* S is in; P V may still run */
         splat_wgmma_fence_acc(s);

@@ -25,15 +25,34 @@ SPLAT_HOST_DEV int64_t splat_tma_box_key(int32_t phase, int32_t stride, int32_t 
   return (int64_t)phase + kk % width + (int64_t)stride * j;
 }
 
-/* Whether sub-tile g0 (kt keys) of a group with a view is exactly the view's box: it starts
- * a width-w piece, and every key the box zero-fills is past seq_k. With J = seq_k / d, the
- * box zero-fills its rows of j >= J; those of j > J hold keys >= d (J + 1) > seq_k, and
- * those of j = J keys phase + i + d J, past seq_k when phase >= seq_k - d J. */
-SPLAT_HOST_DEV int splat_tma_subtile_ok(int32_t phase, int32_t stride, int32_t width, int32_t g0,
-                                        int kt, int64_t seq_k) {
-  if (g0 % width != 0) return 0;
-  const int64_t J = seq_k / stride, j0 = (int64_t)(g0 / width), j_end = j0 + kt / width;
-  return j_end <= J || j0 > J || (int64_t)phase >= seq_k - (int64_t)stride * J;
+/* Which sub-tiles of a key run the view's box serves, worked out once per run so the
+ * producer's test per sub-tile is a multiply-add and two compares. Sub-tile ls (kt keys,
+ * kt a multiple of w) starts at gathered index g0 = base + kt ls, a width-w piece when
+ * base is (then g0 / w = base / w + (kt / w) ls); it is served when every key the box
+ * zero-fills is past seq_k. With J = seq_k / d, the box zero-fills its rows of j >= J;
+ * those of j > J hold keys >= d (J + 1) > seq_k, and those of j = J keys phase + i + d J,
+ * past seq_k when phase >= seq_k - d J (`tail`). */
+typedef struct splat_tma_run {
+  int32_t j0, jstep, J; /* box coordinate of sub-tile 0, its step per sub-tile, seq_k / d */
+  int32_t start, tail;  /* base starts a piece; the last piece's zero-filled keys are past seq_k */
+} splat_tma_run;
+
+SPLAT_HOST_DEV splat_tma_run splat_tma_run_of(int32_t phase, int32_t stride, int32_t width,
+                                              int32_t base, int kt, int64_t seq_k) {
+  splat_tma_run v;
+  v.J = (int32_t)(seq_k / stride);
+  v.j0 = base / width;
+  v.jstep = kt / width;
+  v.start = base % width == 0;
+  v.tail = (int64_t)phase >= seq_k - (int64_t)stride * v.J;
+  return v;
+}
+
+/* Whether sub-tile ls of the run is exactly the view's box, whose third coordinate is then
+ * v.j0 + v.jstep ls. */
+SPLAT_HOST_DEV int splat_tma_run_serves(splat_tma_run v, int32_t ls) {
+  const int32_t j0 = v.j0 + v.jstep * ls;
+  return v.start && (j0 + v.jstep <= v.J || j0 > v.J || v.tail);
 }
 
 #endif

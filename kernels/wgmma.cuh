@@ -112,21 +112,36 @@ SPLAT_DEV uint64_t splat_wgmma_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) 
 /* A descriptor moved by `bytes` (multiple of 16): the start address is the low field, and
  * shared addresses stay below 2^18, so a plain add never carries out of it. */
 SPLAT_DEV uint64_t splat_wgmma_desc_add(uint64_t desc, uint32_t bytes) {
-  return desc + (uint64_t)(bytes >> 4);
+  /* On the low word only: one 32-bit add, no carry chain. */
+  return (desc & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)desc + (bytes >> 4));
+}
+
+/* Where k16 step kk of a K-major ROWS x D tile starts, in bytes from the tile: its
+ * 64-column panel, then 32 bytes per step inside the panel's 128-byte rows. */
+template <int ROWS>
+SPLAT_DEV uint32_t splat_wgmma_k_step(int kk) {
+  return (uint32_t)((kk >> 2) * (ROWS * 128) + (kk & 3) * 32);
 }
 
 /* K-major descriptor of k16 step kk of a ROWS x D tile at shared address `tile`
- * (1024-aligned; Q as A, K as B of S = Q K^T). */
+ * (1024-aligned; Q as A, K as B of S = Q K^T). Step kk of the same tile is also
+ * splat_wgmma_desc_add(splat_wgmma_desc_k<ROWS>(tile, 0), splat_wgmma_k_step<ROWS>(kk)). */
 template <int ROWS>
 SPLAT_DEV uint64_t splat_wgmma_desc_k(uint32_t tile, int kk) {
-  return splat_wgmma_desc(tile + (uint32_t)((kk >> 2) * (ROWS * 128) + (kk & 3) * 32), 16, 1024);
+  return splat_wgmma_desc(tile + splat_wgmma_k_step<ROWS>(kk), 16, 1024);
 }
 
-/* MN-major descriptor of k16 step kk (keys 16kk .. 16kk+15) of a V tile [KEYS][D] at
- * shared address `tile` (1024-aligned); use with tnspB = 1. */
+/* Where k16 step kk (keys 16kk .. 16kk+15) of an MN-major V tile starts: 16 rows of 128
+ * bytes per step. */
+SPLAT_DEV uint32_t splat_wgmma_mn_step(int kk) {
+  return (uint32_t)(kk * 2048);
+}
+
+/* MN-major descriptor of k16 step kk of a V tile [KEYS][D] at shared address `tile`
+ * (1024-aligned); use with tnspB = 1. */
 template <int KEYS>
 SPLAT_DEV uint64_t splat_wgmma_desc_mn(uint32_t tile, int kk) {
-  return splat_wgmma_desc(tile + (uint32_t)(kk * 2048), KEYS * 128, 1024);
+  return splat_wgmma_desc(tile + splat_wgmma_mn_step(kk), KEYS * 128, 1024);
 }
 
 /* ================================================================ register layouts

@@ -105,10 +105,10 @@ static int check_acsr_exact(const splat__acsr *a, const dense_mask *d, const cha
 
 /* ------------------------------------------------------------ plan exactness */
 
-/* Expands the plan into counts and compares with the regular rows of the truth
- * (given as a function of (row, key) through the ACSR itself when d is NULL). */
-static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, const dense_mask *d,
-                            const char *what) {
+/* Checks the plan's structure and adds how often it computes each (row, key) of the mask
+ * to cnt ([seq_q x seq_k]); returns 1 when the structure is sound. */
+static int count_plan(const splat__acsr *a, const splat__tile_plan *t, uint8_t *cnt,
+                      const char *what) {
   const int64_t sq = a->seq_q, sk = a->seq_k;
   int ok = 1;
   /* perm is a permutation; regular rows first */
@@ -130,7 +130,6 @@ static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, con
     fprintf(stderr, "  %s: permuted=%d but perm identity=%d\n", what, t->permuted, identity);
     ok = 0;
   }
-  uint8_t *cnt = calloc((size_t)(sq * sk > 0 ? sq * sk : 1), 1);
   int64_t next_row = 0, tiles_full = 0, tiles_pred = 0;
   for (int64_t q = 0; q < t->ntiles && ok; q++) {
     const splat__query_tile *qt = &t->tiles[q];
@@ -178,6 +177,16 @@ static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, con
     fprintf(stderr, "  %s: tile counts disagree\n", what);
     ok = 0;
   }
+  return ok;
+}
+
+/* Whether cnt holds every (row, key) of the regular rows of the truth exactly once and
+ * nothing else (the truth given as a function of (row, key) through the ACSR itself when
+ * d is NULL). */
+static int counts_exact(const splat__acsr *a, const uint8_t *cnt, const dense_mask *d,
+                        const char *what) {
+  const int64_t sq = a->seq_q, sk = a->seq_k;
+  int ok = 1;
   for (int64_t i = 0; i < sq && ok; i++) {
     const int reg = !splat__acsr_row_irregular(a, i);
     for (int64_t j = 0; j < sk; j++) {
@@ -196,11 +205,50 @@ static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, con
       }
     }
   }
+  return ok;
+}
+
+/* Expands the plan into counts and compares with the regular rows of the truth (d, or
+ * the ACSR itself when d is NULL). */
+static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, const dense_mask *d,
+                            const char *what) {
+  uint8_t *cnt = calloc((size_t)(a->seq_q * a->seq_k > 0 ? a->seq_q * a->seq_k : 1), 1);
+  const int ok = cnt && count_plan(a, t, cnt, what) && counts_exact(a, cnt, d, what);
   free(cnt);
   return ok;
 }
 
+/* The two-pass plans of the fused attention (splat__tile_plan_passes): when chosen, both
+ * passes' tiles together compute every (row, key) of the mask exactly once, each pass
+ * covers every regular row, and they compute at most 3/4 of the single plan. Returns 1
+ * when two passes were chosen. */
+static int check_passes(const splat__acsr *a, const splat__tile_plan *single, const dense_mask *d,
+                        const char *what) {
+  splat__tile_plan pass[2];
+  int np = -1;
+  CHECKF(splat__tile_plan_passes(a, single, pass, &np) == SPLAT_OK && (np == 0 || np == 2),
+         "%s: passes failed", what);
+  if (np != 2) return 0;
+  uint8_t *cnt = calloc((size_t)(a->seq_q * a->seq_k > 0 ? a->seq_q * a->seq_k : 1), 1);
+  char w[340];
+  int ok = cnt != NULL;
+  for (int k = 0; k < 2 && ok; k++) {
+    snprintf(w, sizeof w, "%s pass %d", what, k);
+    ok = count_plan(a, &pass[k], cnt, w);
+  }
+  snprintf(w, sizeof w, "%s two passes", what);
+  CHECKF(ok && counts_exact(a, cnt, d, w), "%s: two passes not exact", what);
+  CHECKF(4 * (pass[0].computed + pass[1].computed) <= 3 * single->computed,
+         "%s: two passes compute %lld, the single plan %lld", what,
+         (long long)(pass[0].computed + pass[1].computed), (long long)single->computed);
+  free(cnt);
+  splat__tile_plan_free(&pass[0]);
+  splat__tile_plan_free(&pass[1]);
+  return 1;
+}
+
 static const int tile_shapes[][2] = {{128, 128}, {64, 128}, {16, 16}, {7, 5}};
+static int two_pass_plans; /* reference plans for which two passes were chosen */
 #define NSHAPES ((int)(sizeof tile_shapes / sizeof tile_shapes[0]))
 
 /* Full check of one reference pattern at one shape. */
@@ -229,6 +277,7 @@ static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_sha
       CHECKF(st == SPLAT_OK, "%s: plan failed: %s", w2, splat_last_error(NULL));
       if (st != SPLAT_OK) continue;
       CHECKF(check_plan_exact(&a, &t, &d, w2), "%s: plan not exact", w2);
+      two_pass_plans += check_passes(&a, &t, &d, w2);
       /* Histogram and totals of the report. */
       splat_report rep;
       st = splat__report_build(&a, &t, &rep);
@@ -256,6 +305,9 @@ static void test_reference_patterns(void) {
       check_ref(&splat_ref_patterns[i], shapes[s][0], shapes[s][1], nplan);
     }
   }
+  /* strided | window mixes at least must take two passes. */
+  CHECKF(two_pass_plans > 0, "no reference plan took two passes");
+  printf("two-pass attention plans: %d of the reference plans\n", two_pass_plans);
 }
 
 /* K = 1 sends rows of two segments to the remainder: the union stays exact. */

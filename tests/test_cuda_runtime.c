@@ -453,13 +453,16 @@ static void test_tma_views(void) {
   CHECK(prm.tma == 0);
 }
 
-/* Checks sub-tile g0 of group (p, d, w) against the gather's definition of its keys:
- * when splat_tma_subtile_ok says the view's box serves it, every row of the box holds the
- * gathered key p + (g / w) d + g % w and is read exactly when that key is below seq_k
- * (else zero-filled, as the gather zero-fills). Returns 1 when the box serves it. */
-static int check_tma_subtile(int32_t p, int32_t d, int32_t w, int32_t g0, int64_t seq_k,
-                             int64_t *bad) {
-  const int ok = splat_tma_subtile_ok(p, d, w, g0, 64, seq_k);
+/* Checks sub-tile ls of a run of group (p, d, w) from gathered index base against the
+ * gather's definition of its keys: when splat_tma_run_serves says the view's box serves
+ * it, the box at third coordinate j0 + jstep ls holds in every row the gathered key
+ * p + (g / w) d + g % w of g = base + 64 ls + row, and reads it exactly when that key is
+ * below seq_k (else zero-fills it, as the gather does). Returns 1 when the box serves it. */
+static int check_tma_subtile(int32_t p, int32_t d, int32_t w, int32_t base, int32_t ls,
+                             int64_t seq_k, int64_t *bad) {
+  const splat_tma_run v = splat_tma_run_of(p, d, w, base, 64, seq_k);
+  const int ok = splat_tma_run_serves(v, ls);
+  const int32_t g0 = base + 64 * ls;
   int dropped = 0; /* keys below seq_k the box would zero-fill */
   for (int kk = 0; kk < 64; kk++) {
     const int64_t g = (int64_t)g0 + kk, want = p + (g / w) * d + g % w;
@@ -469,8 +472,10 @@ static int check_tma_subtile(int32_t p, int32_t d, int32_t w, int32_t g0, int64_
     if (!read && want < seq_k) dropped = 1;
     if (ok && read != (want < seq_k)) ++*bad;
   }
+  if (ok && v.j0 + v.jstep * ls != g0 / w) ++*bad; /* the coordinate the producer passes */
   /* Exact: the box is refused only where it would drop a key (or g0 starts no piece). */
   if (g0 % w == 0 && ok == dropped) ++*bad;
+  if (g0 % w != 0 && ok) ++*bad;
   return ok;
 }
 
@@ -487,8 +492,11 @@ static void test_tma_view_keys(void) {
     const int32_t d = w + (int32_t)((rng >> 40) % 300);
     const int32_t p = (int32_t)((rng >> 20) % (uint64_t)(d - w + 1));
     const int64_t seq_k = d + (int64_t)((rng >> 12) % 5000);
-    const int32_t g0 = w * (int32_t)((rng >> 50) % (uint64_t)(seq_k / d + 3));
-    served += check_tma_subtile(p, d, w, g0, seq_k, &bad);
+    /* a run from a piece start, or (1 in 8) from inside a piece */
+    const int32_t base = w * (int32_t)((rng >> 50) % (uint64_t)(seq_k / d + 3)) +
+                         ((rng >> 7) % 8 == 0 ? (int32_t)((rng >> 3) % (uint64_t)w) : 0);
+    const int32_t ls = (int32_t)((rng >> 44) % 3);
+    served += check_tma_subtile(p, d, w, base, ls, seq_k, &bad);
     tried++;
   }
   CHECKF(bad == 0, "%lld mismatches between the view's box and the gather", (long long)bad);
@@ -529,8 +537,8 @@ static void test_tma_view_keys(void) {
             if (r->view < 0) continue;
             for (int32_t sub = 0; sub < r->ntiles * 2; sub++) {
               plan_subtiles++;
-              plan_served += check_tma_subtile(r->phase, r->stride, r->width, r->base + 64 * sub,
-                                               sizes[si][1], &bad);
+              plan_served +=
+                  check_tma_subtile(r->phase, r->stride, r->width, r->base, sub, sizes[si][1], &bad);
             }
           }
           free(runs);

@@ -5,7 +5,9 @@
  * marked full (no predicate) or predicated, untouched tiles dropped. Per tile the work
  * is O(intervals + key tiles / 64): events on a bitmap, swept in order. The identity
  * plan is skipped when a lower bound on its work already exceeds the regrouped plan's
- * (the choice stays exactly that of planning both). */
+ * (the choice stays exactly that of planning both). For the fused attention, a mask that
+ * mixes contiguous and strided segments in a row may instead be planned as two passes, one
+ * per kind of segment (splat__tile_plan_passes). */
 #include "analysis/tile_plan.h"
 
 #include <stdlib.h>
@@ -863,5 +865,53 @@ done:
   for (int k = 0; k < PHASE_TABLES; k++) free(pt[k].ids);
   free(bounds);
   if (st != SPLAT_OK) splat__tile_plan_free(out);
+  return st;
+}
+
+splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
+                                     splat__tile_plan out[2], int *npass) {
+  *npass = 0;
+  memset(out, 0, 2 * sizeof *out);
+  if (!a || !single || single->computed <= 2 * a->nnz) return SPLAT_OK;
+  const int64_t seq_q = a->seq_q, nsegs = a->row_seg[seq_q];
+  int64_t ncontig = 0;
+  for (int64_t s = 0; s < nsegs; s++) ncontig += a->segs[s].stride <= 1;
+  if (ncontig == 0 || ncontig == nsegs) return SPLAT_OK;
+  /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind. */
+  splat__acsr part[2] = {*a, *a};
+  const int64_t count[2] = {ncontig, nsegs - ncontig};
+  splat_status st = SPLAT_OK;
+  for (int k = 0; k < 2; k++) {
+    part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
+    part[k].segs = malloc((size_t)(count[k] > 0 ? count[k] : 1) * sizeof *part[k].segs);
+    if (!part[k].row_seg || !part[k].segs) {
+      st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
+    }
+  }
+  if (st == SPLAT_OK) {
+    int64_t n[2] = {0, 0};
+    for (int64_t i = 0; i < seq_q; i++) {
+      part[0].row_seg[i] = n[0];
+      part[1].row_seg[i] = n[1];
+      for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) {
+        const int k = a->segs[s].stride > 1;
+        part[k].segs[n[k]++] = a->segs[s];
+      }
+    }
+    part[0].row_seg[seq_q] = n[0];
+    part[1].row_seg[seq_q] = n[1];
+    for (int k = 0; k < 2 && st == SPLAT_OK; k++)
+      st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k, &out[k]);
+  }
+  for (int k = 0; k < 2; k++) {
+    free(part[k].row_seg);
+    free(part[k].segs);
+  }
+  if (st == SPLAT_OK && 4 * (out[0].computed + out[1].computed) <= 3 * single->computed) {
+    *npass = 2;
+    return SPLAT_OK;
+  }
+  splat__tile_plan_free(&out[0]);
+  splat__tile_plan_free(&out[1]);
   return st;
 }

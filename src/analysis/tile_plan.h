@@ -63,4 +63,15 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
                                     splat__tile_plan *out);
 void splat__tile_plan_free(splat__tile_plan *t);
 
+/* The fused attention in two passes, for masks that mix contiguous and strided segments
+ * in one row (strided(64) | window(64)): no single row order aligns both, so the single
+ * plan computes nearly dense tiles. Pass 0 plans the contiguous segments alone, pass 1
+ * the strided ones (each in its own row order), over the same regular rows; every
+ * (row, key) of the mask is in exactly one pass, whose results the kernels merge per row.
+ * *npass = 2 with out[0], out[1] built when that computes at most 3/4 of `single`'s work
+ * (tried only when single computes over twice the mask's entries); else *npass = 0 and out
+ * holds nothing. */
+splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
+                                     splat__tile_plan out[2], int *npass);
+
 #endif
