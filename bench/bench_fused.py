@@ -11,13 +11,13 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
-  splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split
+  splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split, splat-1pass
            (opt-in: --peers ...,splat-sync) splat under a kernel option, against the
            default in one process: SPLAT_ATTN_WS=0 (the wgmma kernel without warp
            specialisation; with SPLAT_ATTN_WARPGROUPS=2), SPLAT_ATTN_WARPGROUPS=1 (one
            consumer warpgroup, head_dim 64), SPLAT_ATTN_PERSISTENT=0 (one CTA per work
            item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
-           SPLAT_ATTN_SPLIT=32
+           SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass)
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
@@ -89,6 +89,7 @@ VARIANT_ENV = {
     "splat-item": {"SPLAT_ATTN_PERSISTENT": "0"},
     "splat-gather": {"SPLAT_ATTN_TMA": "0"},
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
+    "splat-1pass": {"SPLAT_ATTN_PASSES": "0"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16

@@ -110,23 +110,34 @@ SPLAT_DEV void splat_attn_softmax_step(float (&s)[4 * NJ], float (&m)[2], float 
                                        float (&alpha)[2], float c) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
-    float mx = SPLAT_NEG_INF;
+    /* Max and sum as trees over the row's 2 NJ entries: short dependency chains. */
+    float t[NJ];
 #pragma unroll
-    for (int j = 0; j < NJ; j++) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]));
+    for (int j = 0; j < NJ; j++) t[j] = fmaxf(s[4 * j + 2 * hf], s[4 * j + 2 * hf + 1]);
+#pragma unroll
+    for (int w = 1; w < NJ; w *= 2) {
+#pragma unroll
+      for (int j = 0; j + w < NJ; j += 2 * w) t[j] = fmaxf(t[j], t[j + w]);
+    }
+    float mx = t[0];
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     mx = fmaxf(m[hf], mx * c);
     const float base = mx == SPLAT_NEG_INF ? 0.f : mx;
     alpha[hf] = splat_ex2(m[hf] - base);
     m[hf] = mx;
-    float sum = 0.f;
 #pragma unroll
     for (int j = 0; j < NJ; j++) {
       s[4 * j + 2 * hf] = splat_ex2(fmaf(s[4 * j + 2 * hf], c, -base));
       s[4 * j + 2 * hf + 1] = splat_ex2(fmaf(s[4 * j + 2 * hf + 1], c, -base));
-      sum += s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
+      t[j] = s[4 * j + 2 * hf] + s[4 * j + 2 * hf + 1];
     }
-    l[hf] = l[hf] * alpha[hf] + sum; /* this thread's columns; the quad sums at the end */
+#pragma unroll
+    for (int w = 1; w < NJ; w *= 2) {
+#pragma unroll
+      for (int j = 0; j + w < NJ; j += 2 * w) t[j] += t[j + w];
+    }
+    l[hf] = l[hf] * alpha[hf] + t[0]; /* this thread's columns; the quad sums at the end */
   }
 }
 
@@ -153,23 +164,55 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
 
 /* O / l (zeros for rows without entries) to the original rows sRow[r] of the block's
  * rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
- * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. */
+ * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
+ * plans (P.pass): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges them in:
+ * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). */
 template <int NO>
 SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                 const int *sRow, int r0, int nrows, int t) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
-    const float lt = splat_quad_sum(l[hf]);
+    float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = r0 + 8 * hf;
     if (r < nrows) {
+      float *prior = nullptr; /* pass 2: pass 1's row */
+      float w = 1.f, w1 = 0.f;
+      if (P.pass) {
+        float *row =
+            P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + sRow[r]) * (SPLAT_HEAD_DIM + 2);
+        if (P.pass == 1) {
+#pragma unroll
+          for (int j = 0; j < NO / 4; j++) {
+            const int d = 8 * j + 2 * t;
+            if (d < SPLAT_HEAD_DIM)
+              *(float2 *)(row + d) = make_float2(o[4 * j + 2 * hf], o[4 * j + 2 * hf + 1]);
+          }
+          if (t == 0) *(float2 *)(row + SPLAT_HEAD_DIM) = make_float2(mx, lt);
+          continue;
+        }
+        const float2 ml = *(const float2 *)(row + SPLAT_HEAD_DIM);
+        const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
+        w = splat_ex2(mx - base);
+        w1 = splat_ex2(ml.x - base);
+        lt = lt * w + ml.y * w1;
+        mx = M;
+        prior = row;
+      }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const int64_t oo = splat_off(P.out, b, h, sRow[r]);
       const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
 #pragma unroll
       for (int j = 0; j < NO / 4; j++) {
         const int d = 8 * j + 2 * t;
-        const float x0 = o[4 * j + 2 * hf] * inv, x1 = o[4 * j + 2 * hf + 1] * inv;
+        float x0 = o[4 * j + 2 * hf] * w, x1 = o[4 * j + 2 * hf + 1] * w;
+        if (prior && d < SPLAT_HEAD_DIM) {
+          const float2 p1 = *(const float2 *)(prior + d);
+          x0 += p1.x * w1;
+          x1 += p1.y * w1;
+        }
+        x0 *= inv;
+        x1 *= inv;
         if (pair && d + 1 < SPLAT_HEAD_DIM) {
           *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
         } else {
@@ -179,7 +222,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       if (P.lse.data && t == 0) {
         ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
-            lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+            lt > 0.f ? (mx + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
       }
     }
   }

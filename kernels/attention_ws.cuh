@@ -171,9 +171,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         /* Which of the run's sub-tiles its TMA view serves (tma_view.cuh); the rest are
          * gathered. */
         const bool view = P.tma && run.view >= 0;
-        const splat_tma_run tv =
-            splat_tma_run_of(run.phase, run.stride, view ? run.width : 1, run.base, SPLAT_KT,
-                             P.pat.seq_k);
+        const splat_tma_run tv = splat_tma_run_of(run.phase, run.stride, view ? run.width : 1,
+                                                  run.base, SPLAT_KT, P.pat.seq_k);
         for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
@@ -258,8 +257,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
         splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(
             o, a[kk],
-            splat_wgmma_desc_add(vdesc0, (uint32_t)pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
-                                             splat_wgmma_mn_step(kk)),
+            splat_wgmma_desc_add(
+                vdesc0, (uint32_t)pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT) + splat_wgmma_mn_step(kk)),
             1);
       }
     };

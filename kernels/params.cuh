@@ -114,18 +114,23 @@ typedef struct splat_spmm_params {
  * split tiles (NULL without), [slots][batch * heads][part_rows][head_dim + 2] fp32: a
  * chunk's unnormalised O, then its running max m (base 2) and sum l per row. kmap, vmap:
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
- * tma is 1 (else every key sub-tile is gathered). */
+ * tma is 1 (else every key sub-tile is gathered). Two-pass plans (tile_plan.h
+ * splat__tile_plan_passes): pass 1 leaves each row's unnormalised O, m and l in rowpart
+ * ([batch * heads][seq_q][head_dim + 2] fp32, by original row) instead of writing out;
+ * pass 2 merges them into its own result; pass 0: a single-pass plan. */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
   float *part;
+  float *rowpart;
   int64_t work; /* warp-specialised kernel: work items (tiles x row blocks x batch*heads) */
   splat_dev_shape shape;
   float scale_log2; /* scale * log2(e) */
   float scale;
   int32_t part_rows; /* rows per slot: the plan's tile_q */
   int32_t tma;
+  int32_t pass; /* 0, or 1 / 2 of a two-pass plan */
 } splat_attention_params;
 
 #endif

@@ -24,6 +24,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "cuda/attn_passes.h"
 #include "cuda/attn_split.h"
 #include "cuda/codegen.h"
 #include "cuda/cuda_types.h"
@@ -537,8 +538,8 @@ static void test_tma_view_keys(void) {
             if (r->view < 0) continue;
             for (int32_t sub = 0; sub < r->ntiles * 2; sub++) {
               plan_subtiles++;
-              plan_served +=
-                  check_tma_subtile(r->phase, r->stride, r->width, r->base, sub, sizes[si][1], &bad);
+              plan_served += check_tma_subtile(r->phase, r->stride, r->width, r->base, sub,
+                                               sizes[si][1], &bad);
             }
           }
           free(runs);
@@ -557,6 +558,48 @@ static void test_tma_view_keys(void) {
       "TMA view boxes: %lld of %lld view sub-tiles of the reference plans served, the rest "
       "gathered\n",
       (long long)plan_served, (long long)plan_subtiles);
+}
+
+/* ------------------------------------------------------------ two-pass attention */
+
+/* Whether a spec at seq 4096 gets two passes for batch x heads x head_dim. */
+static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_dim) {
+  splat_pattern *pat = NULL;
+  splat__acsr a;
+  splat__tile_plan t, pass[2];
+  int np = -1;
+  CHECK(splat_pattern_parse(spec, 4096, 4096, &pat) == SPLAT_OK);
+  CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
+  CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+  const splat_status st = splat__attn_passes_plan(&a, &t, batch, heads, head_dim, pass, &np);
+  if (st == SPLAT_OK && np == 2) {
+    CHECK(pass[0].ntiles > 0 && pass[1].ntiles > 0 &&
+          pass[0].computed + pass[1].computed < t.computed);
+    splat__tile_plan_free(&pass[0]);
+    splat__tile_plan_free(&pass[1]);
+  }
+  splat__tile_plan_free(&t);
+  splat__acsr_free(&a);
+  splat_pattern_destroy(pat);
+  return st != SPLAT_OK ? -1 : np;
+}
+
+/* The choice of two passes: strided | window takes them, window and dilated (one kind of
+ * segment) do not, nor a workspace over the cap, nor SPLAT_ATTN_PASSES=0; bad values of
+ * SPLAT_ATTN_PASSES fail with a sentence. */
+static void test_attn_passes(void) {
+  unsetenv("SPLAT_ATTN_PASSES");
+  CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == 2);
+  CHECK(passes_for("window(256)", 2, 16, 64) == 0);
+  CHECK(passes_for("dilated(256,2)", 2, 16, 64) == 0);
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 64) == 2.0 * 16 * 4096 * 66 * 4);
+  CHECK(passes_for("strided(64) | window(64)", 1024, 16, 128) == 0); /* 4.4 GB of workspace */
+  setenv("SPLAT_ATTN_PASSES", "0", 1);
+  CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == 0);
+  setenv("SPLAT_ATTN_PASSES", "two", 1);
+  CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == -1);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_PASSES=two"), "'%s'", splat__thread_error());
+  unsetenv("SPLAT_ATTN_PASSES");
 }
 
 /* ------------------------------------------------------------ split attention tiles */
@@ -1173,6 +1216,7 @@ int main(void) {
   test_hash();
   test_codegen();
   test_kernel_choice();
+  test_attn_passes();
   test_tma_views();
   test_tma_view_keys();
   test_attn_split();

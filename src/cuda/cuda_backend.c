@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "cuda/attn_passes.h"
 #include "cuda/attn_split.h"
 #include "cuda/backend.h"
 #include "cuda/driver.h"
@@ -77,6 +78,12 @@ struct splat__cuda_plan {
   splat_dev_pattern attn_pat;
   int64_t attn_ntiles, nmerge;
   CUdeviceptr part;
+  /* Two-pass fused attention (attn_passes.h): each pass's pattern (perm, tiles, runs) and
+   * tiles, and the per-row workspace `rowpart`; npass 0 for a single pass. */
+  int npass;
+  splat_dev_pattern pass_pat[2];
+  int64_t pass_ntiles[2];
+  CUdeviceptr rowpart;
   CUfunction merge;       /* the merge kernel of split tiles (attention module) */
   splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
   int persistent;         /* the warp-specialised kernel's grid: persistent (1) or per item */
@@ -142,36 +149,23 @@ static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int6
                            "cuMemAlloc (the workspace of split attention tiles)");
 }
 
-static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
-  const splat__acsr *a = &plan->acsr;
-  const splat__tile_plan *t = &plan->tiles;
-  if (t->nruns > INT32_MAX || t->ntiles > INT32_MAX || a->seq_q >= INT32_MAX) {
-    return splat__fail(SPLAT_ERR_UNSUPPORTED,
-                       "splat_plan_create: %lld key runs / %lld query tiles exceed the CUDA "
-                       "backend's int32 plan indices",
-                       (long long)t->nruns, (long long)t->ntiles);
-  }
-  splat_dev_tile *tiles = malloc((size_t)(t->ntiles ? t->ntiles : 1) * sizeof *tiles);
-  splat_dev_run *runs = malloc((size_t)(t->nruns ? t->nruns : 1) * sizeof *runs);
-  stage s = {0};
-  splat_status st = SPLAT_OK;
-  if (!tiles || !runs)
-    st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
-  /* Tiles heaviest first (rows x key tiles), ties in plan order: the tile kernels read
-   * their block ids tile-major (kernels/pipeline.cuh splat_tile_block), so the long
-   * tiles start first instead of forming the tail of the grid. */
+/* A tile plan as the kernels read it, into tiles [t->ntiles] and runs [t->nruns]: tiles
+ * heaviest first (rows x key tiles, ties in plan order: the tile kernels read their block
+ * ids tile-major (kernels/pipeline.cuh splat_tile_block), so the long tiles start first
+ * instead of forming the tail of the grid), runs as planned, no TMA view yet. */
+static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles,
+                             splat_dev_run *runs) {
   tile_cost *order = malloc((size_t)(t->ntiles ? t->ntiles : 1) * sizeof *order);
-  if (!order) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
-  for (int64_t i = 0; st == SPLAT_OK && i < t->ntiles; i++) {
+  if (!order) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+  for (int64_t i = 0; i < t->ntiles; i++) {
     int64_t ktiles = 0;
     for (int64_t r = 0; r < t->tiles[i].nruns; r++)
       ktiles += t->runs[t->tiles[i].run_begin + r].ntiles;
     order[i].cost = ktiles * t->tiles[i].nrows;
     order[i].index = i;
   }
-  if (st == SPLAT_OK && t->ntiles > 1)
-    qsort(order, (size_t)t->ntiles, sizeof *order, cmp_tile_cost);
-  for (int64_t i = 0; st == SPLAT_OK && i < t->ntiles; i++) {
+  if (t->ntiles > 1) qsort(order, (size_t)t->ntiles, sizeof *order, cmp_tile_cost);
+  for (int64_t i = 0; i < t->ntiles; i++) {
     const splat__query_tile *q = &t->tiles[order[i].index];
     tiles[i].row_begin = (int32_t)q->row_begin;
     tiles[i].nrows = q->nrows;
@@ -179,39 +173,84 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
     tiles[i].nruns = q->nruns;
   }
   free(order);
-  for (int64_t i = 0; st == SPLAT_OK && i < t->nruns; i++) {
+  for (int64_t i = 0; i < t->nruns; i++) {
     const splat__key_run *r = &t->runs[i];
     /* The tile kernels' pipelines (and the interval-table buffers of attention_ws.cuh)
      * count on every run having at least one key tile. */
     if (r->ntiles < 1) {
-      st = splat__fail(SPLAT_ERR_INTERNAL, "splat_plan_create: key run %lld has %d key tiles",
-                       (long long)i, (int)r->ntiles);
-      break;
+      return splat__fail(SPLAT_ERR_INTERNAL, "splat_plan_create: key run %lld has %d key tiles",
+                         (long long)i, (int)r->ntiles);
     }
     splat_dev_run d = {
         r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, 0};
     runs[i] = d;
   }
-  /* TMA views of the key groups, for the warp-specialised attention kernel (split runs
-   * keep them). */
+  return SPLAT_OK;
+}
+
+static int plan_fits_int32(const splat__tile_plan *t) {
+  return t->nruns <= INT32_MAX && t->ntiles <= INT32_MAX;
+}
+
+static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
+  const splat__acsr *a = &plan->acsr;
+  const splat__tile_plan *t = &plan->tiles;
+  if (!plan_fits_int32(t) || a->seq_q >= INT32_MAX) {
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "splat_plan_create: %lld key runs / %lld query tiles exceed the CUDA "
+                       "backend's int32 plan indices",
+                       (long long)t->nruns, (long long)t->ntiles);
+  }
+  /* Two passes for the attention tile kernel where they compute less (attn_passes.h). */
+  splat__tile_plan pass[2];
+  memset(pass, 0, sizeof pass);
+  int npass = 0;
+  splat_status st = SPLAT_OK;
+  if (p->tile[SPLAT__KOP_ATTENTION]) {
+    st = splat__attn_passes_plan(a, t, plan->desc.batch, plan->desc.heads, plan->desc.head_dim,
+                                 pass, &npass);
+    if (st == SPLAT_OK && npass && (!plan_fits_int32(&pass[0]) || !plan_fits_int32(&pass[1]))) {
+      splat__tile_plan_free(&pass[0]);
+      splat__tile_plan_free(&pass[1]);
+      npass = 0;
+    }
+  }
+  const int64_t pt0 = npass ? pass[0].ntiles : 0, pt1 = npass ? pass[1].ntiles : 0;
+  const int64_t pr0 = npass ? pass[0].nruns : 0, pr1 = npass ? pass[1].nruns : 0;
+  splat_dev_tile *tiles = malloc((size_t)(t->ntiles + pt0 + pt1 + 1) * sizeof *tiles);
+  splat_dev_run *runs = malloc((size_t)(t->nruns + pr0 + pr1 + 1) * sizeof *runs);
+  /* The passes' tiles and runs follow the single plan's in the same arrays. */
+  splat_dev_tile *ptiles[2] = {tiles ? tiles + t->ntiles : NULL,
+                               tiles ? tiles + t->ntiles + pt0 : NULL};
+  splat_dev_run *pruns[2] = {runs ? runs + t->nruns : NULL, runs ? runs + t->nruns + pr0 : NULL};
+  stage s = {0};
+  if (st == SPLAT_OK && (!tiles || !runs))
+    st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
+  if (st == SPLAT_OK) st = dev_plan(t, tiles, runs);
+  for (int k = 0; k < npass && st == SPLAT_OK; k++) st = dev_plan(&pass[k], ptiles[k], pruns[k]);
+  /* TMA views of the key groups, for the warp-specialised attention kernel: over the
+   * runs the attention tiles use (the passes' when two; split runs keep them). */
   int tma = 0;
   if (st == SPLAT_OK) st = splat__tma_env(&tma);
   if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
   if (st == SPLAT_OK && tma && p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS &&
       p->tile[SPLAT__KOP_ATTENTION]) {
-    splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
+    if (npass)
+      splat__tma_views_assign(pruns[0], pr0 + pr1, plan->seq_k, &p->views);
+    else
+      splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
   }
-  /* The fused attention's tiles, split where a tile has more than SPLAT_ATTN_SPLIT key
-   * tiles (off by default; only for the attention tile kernel). */
+  /* The fused attention's tiles of a single pass, split where a tile has more than
+   * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
   splat__attn_split split;
   memset(&split, 0, sizeof split);
   int max_ktiles = 0;
   if (st == SPLAT_OK) st = splat__attn_split_env(&max_ktiles);
-  if (st == SPLAT_OK && max_ktiles > 0 && p->tile[SPLAT__KOP_ATTENTION]) {
+  if (st == SPLAT_OK && max_ktiles > 0 && !npass && p->tile[SPLAT__KOP_ATTENTION]) {
     st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, max_ktiles, &split);
     if (split.nmerge == 0) splat__attn_split_free(&split); /* nothing was split */
   }
-  int64_t off[11];
+  int64_t off[17];
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
     off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
@@ -225,7 +264,12 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
     off[8] = stage_add(&s, split.runs, (size_t)split.nruns * sizeof *split.runs);
     off[9] = stage_add(&s, split.slots, (size_t)split.ntiles * sizeof *split.slots);
     off[10] = stage_add(&s, split.merge, (size_t)split.nmerge * 4 * sizeof *split.merge);
-    for (int i = 0; i < 11; i++) {
+    for (int k = 0; k < 2; k++) {
+      off[11 + 3 * k] = stage_add(&s, pass[k].perm, npass ? (size_t)a->seq_q * 4 : 0);
+      off[12 + 3 * k] = stage_add(&s, ptiles[k], (size_t)pass[k].ntiles * sizeof *tiles);
+      off[13 + 3 * k] = stage_add(&s, pruns[k], (size_t)pass[k].nruns * sizeof *runs);
+    }
+    for (int i = 0; i < 17; i++) {
       if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
     }
   }
@@ -261,8 +305,24 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
       p->nmerge = split.nmerge;
       st = alloc_part(p, plan, split.nslots);
     }
+    for (int k = 0; k < npass; k++) {
+      p->pass_pat[k] = p->pat;
+      p->pass_pat[k].perm = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[11 + 3 * k]);
+      p->pass_pat[k].tiles = (const splat_dev_tile *)(uintptr_t)(m + (CUdeviceptr)off[12 + 3 * k]);
+      p->pass_pat[k].runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[13 + 3 * k]);
+      p->pass_ntiles[k] = pass[k].ntiles;
+    }
+    if (st == SPLAT_OK && npass) {
+      p->npass = npass;
+      st = splat__cuda_check(drv->cuMemAlloc(&p->rowpart, (size_t)splat__attn_passes_bytes(
+                                                              plan->desc.batch, plan->desc.heads,
+                                                              a->seq_q, plan->desc.head_dim)),
+                             "cuMemAlloc (the workspace of two-pass attention)");
+    }
   }
   splat__attn_split_free(&split);
+  splat__tile_plan_free(&pass[0]);
+  splat__tile_plan_free(&pass[1]);
   free(s.buf);
   free(tiles);
   free(runs);
@@ -342,6 +402,7 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
     }
     if (p->meta) drv->cuMemFree(p->meta);
     if (p->part) drv->cuMemFree(p->part);
+    if (p->rowpart) drv->cuMemFree(p->rowpart);
     pop();
   }
   free(p);
@@ -471,8 +532,20 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   if (st != SPLAT_OK) return st;
   if (p->tile[op] && tile_ok) {
     *shape = dev_shape(plan, 0, 0);
-    st = launch_tile(plan, op, op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream,
-                     params);
+    if (op == SPLAT__KOP_ATTENTION && p->npass) {
+      /* Two passes: the first leaves its rows' partial results, the second merges them. */
+      splat_attention_params *prm = params;
+      for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {
+        prm->pat = p->pass_pat[k];
+        prm->pass = k + 1;
+        st = launch_tile(plan, op, p->pass_ntiles[k], stream, params);
+      }
+      prm->pat = p->pat;
+      prm->pass = 0;
+    } else {
+      st = launch_tile(plan, op, op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream,
+                       params);
+    }
     /* Split attention tiles: merge the chunks' partial results. */
     if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {
       const int64_t blocks = p->nmerge * ((plan->tiles.tile_q + 3) / 4); /* 4 rows each */
@@ -560,6 +633,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
    * kernel alone needs neither. */
   prm.pat = p->tile[SPLAT__KOP_ATTENTION] && tile_ok ? p->attn_pat : p->pat;
   prm.part = (float *)(uintptr_t)p->part;
+  prm.rowpart = (float *)(uintptr_t)p->rowpart;
   prm.part_rows = plan->tiles.tile_q;
   prm.q = dev_tensor(q);
   prm.k = dev_tensor(k);

@@ -33,7 +33,7 @@ static struct {
   const char *(*error_string)(nvrtc_result rc);
   int major, minor;
   int ok;
-  char path[256];
+  char path[512];
   char why[768];
 } nv;
 
@@ -44,8 +44,16 @@ static void *try_open(const char *path, char *tried, size_t cap) {
   if (h) {
     snprintf(nv.path, sizeof nv.path, "%s", path);
   } else {
+    /* Append ", path" whole, or nothing once the list is full. */
     size_t len = strlen(tried);
-    if (len + 2 < cap) snprintf(tried + len, cap - len, "%s%s", len ? ", " : "", path);
+    const size_t n = strlen(path);
+    if (len + 2 + n < cap) {
+      if (len) {
+        memcpy(tried + len, ", ", 2);
+        len += 2;
+      }
+      memcpy(tried + len, path, n + 1);
+    }
   }
   return h;
 }

@@ -13,9 +13,10 @@
  * (pthreads over rows); a warm-up creates one plan per (dtype, head_dim) in parallel so
  * the cold NVRTC compiles overlap, and the summary prints plan-creation times.
  * Usage: splat_gpu_check [--quick] [--device N] [--filter SUBSTR] [--timeout S]
- * --quick: six specs (window, dilated, longformer, bigbird, a band, causal) at 33, 40x70
- * and 700, head_dim 64, bf16 (the subset the sanitizers run). Prints one row per case and "N
- * passed, N failed"; exit status 1 on any failure, 2 when no CUDA device is usable, 3 on timeout.
+ * --quick: seven specs (window, dilated, longformer, bigbird, a band, causal, strided|window) at
+ * 33, 40x70 and 700, head_dim 64, bf16 (the subset the sanitizers run). Prints one row per case and
+ * "N passed, N failed"; exit status 1 on any failure, 2 when no CUDA device is usable, 3 on
+ * timeout.
  */
 #include <math.h>
 #include <pthread.h>
@@ -705,8 +706,10 @@ int main(int argc, char **argv) {
   static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {1000, 97}, {4097, 4097}};
   static const int dims_full[] = {64, 128, 40, 36};
   static const splat_dtype dts[] = {SPLAT_BF16, SPLAT_F16, SPLAT_F32};
+  /* strided(8)|window(8): two passes at 700 (tile_plan.h splat__tile_plan_passes). */
   static const char *quick_specs[] = {"window(3)",           "dilated(3,2)",     "longformer(3,2)",
-                                      "bigbird(4,1,1,2,42)", "window(100,-100)", "causal"};
+                                      "bigbird(4,1,1,2,42)", "window(100,-100)", "causal",
+                                      "strided(8)|window(8)"};
   const shape base = {1, 2, 1, 0}; /* GQA: 2 query heads share 1 KV head */
   const shape wide = {2, 4, 2, 1}; /* batch 2, GQA 4:2, [B,S,H,D] storage */
   const int ndims = quick ? 1 : 4, ndts = quick ? 1 : 3;

@@ -1,0 +1,32 @@
+/* attn_passes.h — whether a plan's fused attention runs as two passes (tile_plan.h
+ * splat__tile_plan_passes: contiguous segments in one, strided ones in the other, each in
+ * its own row order), and the per-row workspace that carries pass 1's results to pass 2
+ * (kernels/attention_common.cuh splat_attn_store). */
+#ifndef SPLAT_CUDA_ATTN_PASSES_H
+#define SPLAT_CUDA_ATTN_PASSES_H
+
+#include <stdint.h>
+
+#include "analysis/tile_plan.h"
+#include "splat.h"
+
+/* The workspace is [batch * heads][seq_q][head_dim + 2] fp32; above this many bytes the
+ * plan keeps a single pass. */
+#define SPLAT__ATTN_PASSES_MAX_BYTES (1ull << 30)
+
+/* SPLAT_ATTN_PASSES: 1 (default, also unset or empty): two passes where they compute
+ * less; 0: never; anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__attn_passes_env(int *on);
+
+/* Bytes of the per-row workspace of a two-pass plan. */
+double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim);
+
+/* The two passes of the fused attention for a plan with ACSR a, single tile plan `single`
+ * and batch x heads x head_dim, when SPLAT_ATTN_PASSES allows, two passes compute at most
+ * 3/4 of the single plan, and the workspace fits SPLAT__ATTN_PASSES_MAX_BYTES: *npass = 2
+ * with pass[0], pass[1] built (splat__tile_plan_free each). Else *npass = 0. */
+splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
+                                     int64_t batch, int64_t heads, int head_dim,
+                                     splat__tile_plan pass[2], int *npass);
+
+#endif
