@@ -11,13 +11,15 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
-  splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split, splat-1pass
+  splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split, splat-1pass,
+  splat-kt64
            (opt-in: --peers ...,splat-sync) splat under a kernel option, against the
            default in one process: SPLAT_ATTN_WS=0 (the wgmma kernel without warp
            specialisation; with SPLAT_ATTN_WARPGROUPS=2), SPLAT_ATTN_WARPGROUPS=1 (one
            consumer warpgroup, head_dim 64), SPLAT_ATTN_PERSISTENT=0 (one CTA per work
            item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
-           SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass)
+           SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass), SPLAT_ATTN_KT=64
+           (64-key sub-tiles at head_dim 64)
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
@@ -90,6 +92,7 @@ VARIANT_ENV = {
     "splat-gather": {"SPLAT_ATTN_TMA": "0"},
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
     "splat-1pass": {"SPLAT_ATTN_PASSES": "0"},
+    "splat-kt64": {"SPLAT_ATTN_KT": "64"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16

@@ -31,32 +31,37 @@ SPLAT_DEV float *splat_attn_part_row(const splat_attention_params &P, int slot, 
 
 /* Predicated runs: entries whose gathered key lies in none of the row's intervals for the
  * run's group become -inf (rows past the block's last have no intervals). iv, niv: the
- * run's interval tables (TQ rows); r0 = 16 warp + g. */
+ * run's interval tables (TQ rows); r0 = 16 warp + g. The thread's entries of a row are
+ * the gathered keys c_e + 8 j (c_e = g0 + 2 t + e, j < NJ); an interval [lo, hi] keeps
+ * the j of one contiguous range per e, so each interval costs a few shifts and one mask
+ * per e instead of two compares per entry. */
 template <int NJ>
 SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const int *niv, int r0,
                                int32_t g0, int t) {
+  static_assert(NJ >= 1 && NJ <= 16, "splat_attn_mask: 1 to 16 n8 blocks");
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const int r = r0 + 8 * hf;
     const int n = niv[r];
     const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
-    uint32_t keep = 0u; /* bit 2j + e */
+    uint32_t keep = 0u; /* bit 16 e + j: entry (j, e) is in an interval */
     for (int q = 0; q < n; q++) {
-      const int4 v = *(const int4 *)(rv + q);
+      const int2 v = *(const int2 *)(rv + q); /* lo, hi */
 #pragma unroll
-      for (int j = 0; j < NJ; j++) {
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const int c = g0 + 8 * j + 2 * t + e;
-          if (c >= v.x && c <= v.y) keep |= 1u << (2 * j + e);
-        }
+      for (int e = 0; e < 2; e++) {
+        const int32_t c = g0 + 2 * t + e;
+        /* lo <= c + 8 j <= hi: j from ceil((lo - c) / 8) to floor((hi - c) / 8), clamped
+         * (arithmetic shifts round towards -inf). */
+        const int32_t jlo = min(max((v.x - c + 7) >> 3, 0), NJ);
+        const int32_t jhi = min((v.y - c) >> 3, NJ - 1);
+        if (jhi >= jlo) keep |= ((0xFFFFu >> (15 - jhi)) & (0xFFFFu << jlo)) << (16 * e);
       }
     }
 #pragma unroll
     for (int j = 0; j < NJ; j++) {
 #pragma unroll
       for (int e = 0; e < 2; e++) {
-        if (!((keep >> (2 * j + e)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
+        if (!((keep >> (16 * e + j)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
       }
     }
   }

@@ -18,10 +18,12 @@
 
 #define SPLAT_MDC ((SPLAT_HEAD_DIM + 31) / 32) /* head_dim columns per lane */
 
-extern "C" __global__ void __launch_bounds__(128) SPLAT_ATTN_MERGE_NAME(const splat_attention_params P) {
+extern "C" __global__ void __launch_bounds__(128)
+    SPLAT_ATTN_MERGE_NAME(const splat_attention_params P) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int per_tile = (P.part_rows + 3) / 4;
-  const int4 grp = ((const int4 *)P.pat.merge)[blockIdx.x / per_tile]; /* row_begin, nrows, slot0, chunks */
+  const int4 grp =
+      ((const int4 *)P.pat.merge)[blockIdx.x / per_tile]; /* row_begin, nrows, slot0, chunks */
   const int r = (blockIdx.x % per_tile) * 4 + warp;
   if (r >= grp.y) return;
   const int64_t i = P.pat.perm[grp.x + r];
@@ -29,7 +31,8 @@ extern "C" __global__ void __launch_bounds__(128) SPLAT_ATTN_MERGE_NAME(const sp
   for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     float mx = SPLAT_NEG_INF;
-    for (int c = lane; c < grp.w; c += 32) mx = fmaxf(mx, splat_attn_part_row(P, grp.z + c, bh, r, BH)[SPLAT_HEAD_DIM]);
+    for (int c = lane; c < grp.w; c += 32)
+      mx = fmaxf(mx, splat_attn_part_row(P, grp.z + c, bh, r, BH)[SPLAT_HEAD_DIM]);
     mx = splat_warp_max(mx);
     const float base = mx == SPLAT_NEG_INF ? 0.f : mx; /* no entries anywhere: every weight 0 */
     float sum = 0.f, acc[SPLAT_MDC];

@@ -55,7 +55,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
           a0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), a0);
           a1 = fmaf(sq[warp][d + 1], splat_ld<SPLAT_DT>(P.k.data, kj + (d + 1) * P.k.s3), a1);
         }
-        if (d < SPLAT_HEAD_DIM) a0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), a0);
+        if (d < SPLAT_HEAD_DIM)
+          a0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), a0);
         t = a0 + a1;
       }
       const float mn = fmaxf(m, splat_warp_max(t)); /* finite: the chunk has an entry */
@@ -72,7 +73,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 #pragma unroll
         for (int c = 0; c < SPLAT_ADC; c++) {
           const int d = lane + 32 * c;
-          if (d < SPLAT_HEAD_DIM) acc[c] = fmaf(pt, splat_ld<SPLAT_DT>(P.v.data, vj + d * P.v.s3), acc[c]);
+          if (d < SPLAT_HEAD_DIM)
+            acc[c] = fmaf(pt, splat_ld<SPLAT_DT>(P.v.data, vj + d * P.v.s3), acc[c]);
         }
       }
     }

@@ -38,19 +38,21 @@
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
 #define SPLAT_NJ (SPLAT_KT / 8) /* n8 tiles of a key sub-tile */
-/* Q fragments stay in registers up to head_dim 64 (16 registers); above, they are read
- * from shared memory per k step so O's accumulator (head_dim / 2 registers) fits. */
-#define SPLAT_QREG (SPLAT_DP <= 64)
+/* Q fragments stay in registers up to head_dim 64 (16 registers) with up to 4 segments a
+ * row; above, they are read from shared memory per k step so O's accumulator (head_dim / 2
+ * registers) and the mask's interval walk fit. */
+#define SPLAT_QREG (SPLAT_DP <= 64 && SPLAT_MAX_SEGS <= 4)
 #define SPLAT_MIN_CTAS (SPLAT_DP <= 64 ? 3 : 2)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): Q, the
  * K + V ring, STAGES interval tables + counts, row ids. */
-#define SPLAT_ATTN_SMEM                                                          \
-  ((SPLAT_TQ + 2 * SPLAT_STAGES * SPLAT_KT) * SPLAT_LD * 2 +                     \
+#define SPLAT_ATTN_SMEM                                      \
+  ((SPLAT_TQ + 2 * SPLAT_STAGES * SPLAT_KT) * SPLAT_LD * 2 + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
-static_assert(SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
-              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+static_assert(
+    SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
+    "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const splat_attention_params P) {
@@ -120,7 +122,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       if (it == 0 && warp_active) {
 #pragma unroll
         for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-          splat_ldmatrix_x4(qf[kk], sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
+          splat_ldmatrix_x4(qf[kk],
+                            sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
         }
       }
 #endif
@@ -147,7 +150,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           const uint32_t *a = qf[kk];
 #else
           uint32_t a[4];
-          splat_ldmatrix_x4(a, sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
+          splat_ldmatrix_x4(a,
+                            sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
 #endif
 #pragma unroll
           for (int j = 0; j < SPLAT_NJ; j += 2) {
@@ -171,11 +175,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
           uint32_t a[4];
 #pragma unroll
-          for (int r = 0; r < 4; r++) a[r] = splat_pack2<SPLAT_DT>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+          for (int r = 0; r < 4; r++)
+            a[r] = splat_pack2<SPLAT_DT>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
 #pragma unroll
           for (int j = 0; j < SPLAT_DP / 8; j += 2) {
             uint32_t bv[4];
-            splat_ldmatrix_x4_trans(bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
+            splat_ldmatrix_x4_trans(
+                bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
             const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
             splat_mma16816<SPLAT_DT>(o + 4 * j, a, b0);
             splat_mma16816<SPLAT_DT>(o + 4 * j + 4, a, b1);

@@ -6,9 +6,9 @@
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64 or 128): one CTA = SPLAT_WARPS / 4
  * warpgroups of 64 rows each per (query tile row block, batch*head); with two, both read
- * each K/V stage, halving the key traffic per row (SPLAT_ATTN_WARPGROUPS=2, experimental). Q, and each ring stage's gathered K
- * and V rows, sit in shared memory in the 128-byte-swizzle layout wgmma reads
- * (wgmma.cuh): cp.async gathers any key group (dilated and strided keys are addresses,
+ * each K/V stage, halving the key traffic per row (SPLAT_ATTN_WARPGROUPS=2, experimental). Q, and
+ * each ring stage's gathered K and V rows, sit in shared memory in the 128-byte-swizzle layout
+ * wgmma reads (wgmma.cuh): cp.async gathers any key group (dilated and strided keys are addresses,
  * not masks) and each thread fences its copies into the async proxy before the barrier.
  * Per 64-key sub-tile: S = Q K^T by wgmma m64n64k16 with both operands in shared memory
  * (K-major); the mask predicate only on predicated runs (the row's intervals of the run's
@@ -39,19 +39,20 @@ static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
 #define SPLAT_THREADS (128 * SPLAT_WGS)
 #define SPLAT_DP SPLAT_HEAD_DIM /* 64 or 128: whole 64-column panels */
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
-#define SPLAT_NS (SPLAT_KT / 2)  /* S accumulator registers per thread */
-#define SPLAT_NO (SPLAT_DP / 2)  /* O accumulator registers per thread */
-#define SPLAT_TILE_BYTES(rows) ((rows) * SPLAT_DP * 2)
+#define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */
+#define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
+#define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : SPLAT_DP <= 64 ? 3 : 2)
 
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, Q,
  * STAGES x (K, V), interval tables + counts, row ids. */
-#define SPLAT_ATTN_SMEM                                                                  \
+#define SPLAT_ATTN_SMEM                                                                \
   (1024 + SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
-static_assert(SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
-              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+static_assert(
+    SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
+    "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const splat_attention_params P) {
@@ -85,7 +86,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
     splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, uint16_t>(
-        P.q, b, h, sRow, nrows, [&](int r, int ch) { return sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
+        P.q, b, h, sRow, nrows,
+        [&](int r, int ch) { return sQ + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
     splat_cp_async_commit();
 
     splat_pipe pipe = {0, 0, 0};
@@ -129,14 +131,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ, 64 * wg, g0, lane);
       }
       if (touched) {
-        const uint32_t k_addr = kv_addr + (uint32_t)((it % SPLAT_STAGES) * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
+        const uint32_t k_addr =
+            kv_addr + (uint32_t)((it % SPLAT_STAGES) * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
         const uint32_t v_addr = k_addr + SPLAT_TILE_BYTES(SPLAT_KT);
         float s[SPLAT_NS];
         splat_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-          splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr + wg * 64 * 128, kk),
-                                             splat_wgmma_desc_k<SPLAT_KT>(k_addr, kk), kk > 0);
+          splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(
+              s, splat_wgmma_desc_k<SPLAT_TQ>(q_addr + wg * 64 * 128, kk),
+              splat_wgmma_desc_k<SPLAT_KT>(k_addr, kk), kk > 0);
         }
         splat_wgmma_commit();
         splat_wgmma_wait<0>();
@@ -145,8 +149,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
          * layout of attention_common.cuh). */
         const float c = splat_attn_logit_scale(s, P.scale_log2);
         if (run.predicate) {
-          splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
-                                        r0, g0, t);
+          splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
+                                        sNiv + tb * SPLAT_TQ, r0, g0, t);
         }
         splat_attn_online_softmax<SPLAT_KT / 8, SPLAT_NO>(s, o, m, l, c);
         uint32_t a[SPLAT_KT / 16][4];
@@ -154,7 +158,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
-          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk), 1);
+          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], splat_wgmma_desc_mn<SPLAT_KT>(v_addr, kk),
+                                                1);
         }
         splat_wgmma_commit();
         splat_wgmma_wait<0>();

@@ -11,21 +11,23 @@
  * consumers.
  *   - Producer: per item, the row ids and Q (cp.async) into one of two buffers (full and
  *     empty mbarriers per buffer: it loads item k+1 while the consumers finish item k),
- *     then every 64-key sub-tile of the tile's key runs into a ring of SPLAT_STAGES K/V
- *     stages guarded by "full" and "empty" mbarriers, the ring running on across items. A
- *     sub-tile whose run has a TMA view (P.kmap/vmap, one per (stride, width) group:
- *     src/cuda/tma_views.c) is one tensor-map load per 64-column panel of K and of V,
- *     issued by one thread (dilated and strided keys are the map's middle coordinates,
- *     not masks); any other sub-tile is gathered by cp.async by the whole warpgroup. At a
- *     run's first sub-tile it also builds the rows' interval tables of the run's group for
- *     the mask (buffer R % STAGES of a run counter R over the CTA's items: every run has at
- *     least one sub-tile, so the run STAGES back is done).
-   - Consumers: S = Q K^T by wgmma m64n64k16 (both operands in shared memory, K-major);
+ *     then every sub-tile (SPLAT_KT keys: 64, or 128 at head_dim 64) of the tile's key runs
+ *     into a ring of SPLAT_STAGES K/V stages guarded by "full" and "empty" mbarriers, the
+ *     ring running on across items. A sub-tile whose run has a TMA view (P.kmap/vmap, one
+ *     per (stride, width) group: src/cuda/tma_views.c) is one tensor-map load per 64 keys
+ *     and 64-column panel of K and of V, issued by one thread (dilated and strided keys are
+ *     the map's middle coordinates, not masks); any other sub-tile is gathered by cp.async
+ *     by the whole warpgroup. At a run's first sub-tile it also builds the rows' interval
+ *     tables of the run's group for the mask (buffer R % STAGES of a run counter R over the
+ *     CTA's items: every run has at least one sub-tile, so the run STAGES back is done).
+ *   - Consumers: S = Q K^T by wgmma m64nKTk16 (both operands in shared memory, K-major);
  *     the mask predicate only on predicated runs; the online softmax in registers; P in
  *     the input dtype straight from the S registers is the A operand of O += P V (wgmma
  *     RS, V MN-major through the transpose bit). The product P V of one sub-tile is in
  *     flight while the softmax of the next runs (S(j+1) and P(j) V(j) are issued
- *     together). A warpgroup skips a predicated sub-tile none of its rows touches.
+ *     together). A warpgroup skips a predicated sub-tile none of its rows touches, and masks
+ *     only where some row does not cover the whole sub-tile (the producer leaves each run's
+ *     key span per warp beside its tables).
  *     O / l and the log-sum-exp go to the original rows; rows without entries get zeros
  *     and -inf. A chunk of a split tile leaves partial results for the merge kernel
  *     instead (attention_merge.cuh).
@@ -47,7 +49,9 @@
 #define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
 static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
               "the warp-specialised attention kernel takes 1 or 2 consumer warpgroups");
-static_assert(SPLAT_KT == 64, "the warp-specialised attention kernel takes 64-key sub-tiles");
+static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
+              "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
+#define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
 #define SPLAT_DP SPLAT_HEAD_DIM               /* 64 or 128: whole 64-column panels */
@@ -59,19 +63,37 @@ static_assert(SPLAT_KT == 64, "the warp-specialised attention kernel takes 64-ke
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 104 and the
  * consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
-#define SPLAT_PRODUCER_REGS (SPLAT_WGS > 1 ? 112 : 104) /* items, interval tables, the gather */
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 152)
+#define SPLAT_PRODUCER_REGS 112 /* items, interval tables, the gather */
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 144)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
 
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
- * buffer), interval tables + counts, two buffers of row ids. */
+ * buffer), interval tables + their spans per producer warp + counts, two buffers of row
+ * ids. */
 #define SPLAT_ATTN_SMEM                                                                    \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
-   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + 2 * SPLAT_TQ * 4)
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
+   SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4)
+
+/* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
+ * consumer warpgroup's 64): lo..hi holds every key of their intervals, exactly the keys
+ * some row touches when no row has two or more intervals (else lo = INT32_MIN and hi =
+ * INT32_MAX: unknown); every row has an interval covering full_lo..full_hi (empty when
+ * full_lo > full_hi). Rows past the item's are left out: their results are dropped. */
+#define SPLAT_SPAN_NONE make_int4(0x7fffffff, (int)0x80000000, (int)0x80000000, 0x7fffffff)
+SPLAT_DEV int4 splat_span_join(int4 a, int4 b) {
+  return make_int4(min(a.x, b.x), max(a.y, b.y), max(a.z, b.z), min(a.w, b.w));
+}
+/* One row's span from its n intervals. */
+SPLAT_DEV int4 splat_span_row(const splat_ival *iv, int n) {
+  if (n == 1) return make_int4(iv[0].lo, iv[0].hi, iv[0].lo, iv[0].hi);
+  if (n == 0) return make_int4(0x7fffffff, (int)0x80000000, 0x7fffffff, (int)0x80000000);
+  return make_int4((int)0x80000000, 0x7fffffff, 0x7fffffff, (int)0x80000000);
+}
 
 static_assert(
     SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
@@ -86,16 +108,19 @@ struct splat_ws_item {
 
 /* Work item w of P.work: tile-major (the host uploads the tiles heaviest first), then row
  * block, then batch*head (fastest), as splat_tile_block orders a grid of one item per
- * CTA. nrows <= 0: a row block past its tile, no work. */
+ * CTA. nrows <= 0: a row block past its tile, no work. In 32 bits (the host keeps P.work
+ * below 2^31): 64-bit divisions cost ~100 instructions each, per item and warp. */
 SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_t w, int64_t BH) {
   splat_ws_item it;
-  const int64_t gz = (P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ, per = BH * gz;
-  it.ti = (int)(w / per);
-  const int64_t rest = w % per;
-  it.bh = rest % BH;
-  it.b = it.bh / P.shape.heads;
-  it.h = it.bh % P.shape.heads;
-  it.rb = (int)(rest / BH) * SPLAT_TQ;
+  const uint32_t bh32 = (uint32_t)BH, heads = (uint32_t)P.shape.heads;
+  const uint32_t gz = (uint32_t)((P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ), per = bh32 * gz;
+  const uint32_t w32 = (uint32_t)w, rest = w32 % per;
+  it.ti = (int)(w32 / per);
+  const uint32_t bh = rest % bh32;
+  it.bh = bh;
+  it.b = bh / heads;
+  it.h = bh % heads;
+  it.rb = (int)(rest / bh32) * SPLAT_TQ;
   it.tile = P.pat.tiles[it.ti];
   it.nrows = it.tile.nrows - it.rb < SPLAT_TQ ? it.tile.nrows - it.rb : SPLAT_TQ;
   return it;
@@ -114,7 +139,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   uint64_t *qfull = empty + SPLAT_STAGES; /* [2]: Q and row ids of buffer b are in */
   uint64_t *qempty = qfull + 2;           /* [2]: the consumers are done with buffer b */
   splat_ival *sIv = (splat_ival *)(qempty + 2);
-  int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
+  int4 *sSpan = (int4 *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS); /* [STAGES][TQ / 32] */
+  int *sNiv = (int *)(sSpan + SPLAT_STAGES * (SPLAT_TQ / 32));
   int *sRows = sNiv + SPLAT_STAGES * SPLAT_TQ; /* [2][TQ] original rows of the items */
 
   if (threadIdx.x == 0) {
@@ -172,31 +198,51 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
          * gathered. */
         const bool view = P.tma && run.view >= 0;
         const splat_tma_run tv = splat_tma_run_of(run.phase, run.stride, view ? run.width : 1,
-                                                  run.base, SPLAT_KT, P.pat.seq_k);
+                                                  run.base, SPLAT_BOX, P.pat.seq_k);
         for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
-          /* The run's interval tables (buffer R % STAGES: the run STAGES back is done). */
+          /* The run's interval tables and their span per warp (buffer R % STAGES: the run
+           * STAGES back is done). Whole warps: TQ is a multiple of 64. */
           if (ls == 0 && threadIdx.x < SPLAT_TQ) {
             const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
-            sNiv[tb * SPLAT_TQ + r] =
-                r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width,
-                                                sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS)
-                          : 0;
+            splat_ival *riv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+            const int niv = r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride,
+                                                            run.width, riv)
+                                      : 0;
+            sNiv[tb * SPLAT_TQ + r] = niv;
+            int4 sp = r < nrows ? splat_span_row(riv, niv) : SPLAT_SPAN_NONE;
+#pragma unroll
+            for (int d = 1; d < 32; d *= 2) {
+              const int4 o = make_int4(
+                  __shfl_xor_sync(0xffffffffu, sp.x, d), __shfl_xor_sync(0xffffffffu, sp.y, d),
+                  __shfl_xor_sync(0xffffffffu, sp.z, d), __shfl_xor_sync(0xffffffffu, sp.w, d));
+              sp = splat_span_join(sp, o);
+            }
+            if ((r & 31) == 0) sSpan[tb * (SPLAT_TQ / 32) + (r >> 5)] = sp;
           }
           const int32_t g0 = run.base + ls * SPLAT_KT;
           unsigned char *sk = sKV + st * 2 * SPLAT_TILE_BYTES(SPLAT_KT);
           unsigned char *sv = sk + SPLAT_TILE_BYTES(SPLAT_KT);
-          if (view && splat_tma_run_serves(tv, ls)) {
+          /* Boxes of 64 keys: the sub-tile is loaded by TMA when the view serves each. */
+          bool boxed = view;
+#pragma unroll
+          for (int h = 0; h < SPLAT_KT / SPLAT_BOX; h++)
+            boxed = boxed && splat_tma_run_serves(tv, ls * (SPLAT_KT / SPLAT_BOX) + h);
+          if (boxed) {
             if (threadIdx.x == 0) {
               splat_mbar_arrive_expect_tx(&full[st], 2 * SPLAT_TILE_BYTES(SPLAT_KT));
-              const int j0 = tv.j0 + tv.jstep * ls;
 #pragma unroll
-              for (int p = 0; p < SPLAT_DP / 64; p++) {
-                splat_tma_load_5d(sk + p * SPLAT_KT * 128, &P.kmap[run.view], &full[st], 64 * p,
-                                  run.phase, j0, (int)hk, (int)b);
-                splat_tma_load_5d(sv + p * SPLAT_KT * 128, &P.vmap[run.view], &full[st], 64 * p,
-                                  run.phase, j0, (int)hk, (int)b);
+              for (int h = 0; h < SPLAT_KT / SPLAT_BOX; h++) {
+                const int j0 = tv.j0 + tv.jstep * (ls * (SPLAT_KT / SPLAT_BOX) + h);
+#pragma unroll
+                for (int p = 0; p < SPLAT_DP / 64; p++) {
+                  const int at = p * SPLAT_KT * 128 + h * SPLAT_BOX * 128; /* panel p, row 64 h */
+                  splat_tma_load_5d(sk + at, &P.kmap[run.view], &full[st], 64 * p, run.phase, j0,
+                                    (int)hk, (int)b);
+                  splat_tma_load_5d(sv + at, &P.vmap[run.view], &full[st], 64 * p, run.phase, j0,
+                                    (int)hk, (int)b);
+                }
               }
             } else {
               splat_mbar_arrive(&full[st]);
@@ -298,6 +344,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         if (++li < tile.nruns) run = P.pat.runs[tile.run_begin + li];
       }
     };
+    /* This warpgroup's span of the run's tables (buffer tb): its two producer warps'. */
+    auto span = [&](int tb) {
+      return splat_span_join(sSpan[tb * (SPLAT_TQ / 32) + 2 * cw],
+                             sSpan[tb * (SPLAT_TQ / 32) + 2 * cw + 1]);
+    };
     auto next = [&](bool pending) -> int {
       for (; li < tile.nruns; step()) {
         const int st = (int)(n % SPLAT_STAGES), tb = (int)((R + li) % SPLAT_STAGES);
@@ -305,8 +356,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
         bool touched = active;
         if (touched && run.predicate) {
-          touched = splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
-              sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ, 64 * cw, g0, lane);
+          /* By the span when it is exact, else by the rows' intervals. */
+          const int4 sp = span(tb);
+          touched = sp.x == (int)0x80000000 ? splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
+                                                  sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
+                                                  sNiv + tb * SPLAT_TQ, 64 * cw, g0, lane)
+                                            : sp.x < g0 + SPLAT_KT && sp.y >= g0;
         }
         if (touched) return pending ? 2 : 1;
         if (pending) {
@@ -323,9 +378,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     auto scores = [&](float(&s)[SPLAT_NS], float(&alpha)[2]) {
       const float c = splat_attn_logit_scale(s, P.scale_log2);
       if (run.predicate) {
+        /* Not where every row of the warpgroup covers the whole sub-tile. */
         const int tb = (int)((R + li) % SPLAT_STAGES);
-        splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
-                                      r0, run.base + ls * SPLAT_KT, t);
+        const int32_t g0 = run.base + ls * SPLAT_KT;
+        const int4 sp = span(tb);
+        if (!(sp.z <= g0 && sp.w >= g0 + SPLAT_KT - 1)) {
+          splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
+                                        sNiv + tb * SPLAT_TQ, r0, g0, t);
+        }
       }
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };

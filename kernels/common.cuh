@@ -33,7 +33,9 @@ SPLAT_DEV uint16_t splat_f32_to_f16(float f) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
-SPLAT_DEV float splat_bf16_to_f32(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
+SPLAT_DEV float splat_bf16_to_f32(uint16_t h) {
+  return __uint_as_float(((uint32_t)h) << 16);
+}
 SPLAT_DEV uint16_t splat_f32_to_bf16(float f) {
   uint16_t h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
@@ -41,13 +43,15 @@ SPLAT_DEV uint16_t splat_f32_to_bf16(float f) {
 }
 
 /* Loads element `off` of a buffer of dtype DT as float. */
-template <int DT> SPLAT_DEV float splat_ld(const void *p, int64_t off) {
+template <int DT>
+SPLAT_DEV float splat_ld(const void *p, int64_t off) {
   if (DT == SPLAT_F32) return ((const float *)p)[off];
   if (DT == SPLAT_F16) return splat_f16_to_f32(((const uint16_t *)p)[off]);
   return splat_bf16_to_f32(((const uint16_t *)p)[off]);
 }
 /* Stores v rounded to dtype DT (round to nearest even) at element `off`. */
-template <int DT> SPLAT_DEV void splat_st(void *p, int64_t off, float v) {
+template <int DT>
+SPLAT_DEV void splat_st(void *p, int64_t off, float v) {
   if (DT == SPLAT_F32) {
     ((float *)p)[off] = v;
   } else if (DT == SPLAT_F16) {
@@ -57,7 +61,8 @@ template <int DT> SPLAT_DEV void splat_st(void *p, int64_t off, float v) {
   }
 }
 /* Two floats packed as a 16-bit pair of dtype DT (lo in the low half). */
-template <int DT> SPLAT_DEV uint32_t splat_pack2(float lo, float hi) {
+template <int DT>
+SPLAT_DEV uint32_t splat_pack2(float lo, float hi) {
   uint32_t r;
   if (DT == SPLAT_F16) {
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
@@ -67,7 +72,8 @@ template <int DT> SPLAT_DEV uint32_t splat_pack2(float lo, float hi) {
   return r;
 }
 /* A float rounded to dtype DT and widened back. */
-template <int DT> SPLAT_DEV uint16_t splat_to16(float v) {
+template <int DT>
+SPLAT_DEV uint16_t splat_to16(float v) {
   return DT == SPLAT_F16 ? splat_f32_to_f16(v) : splat_f32_to_bf16(v);
 }
 
@@ -143,8 +149,11 @@ SPLAT_DEV void splat_cp_async16(void *smem, const void *gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(splat_smem_addr(smem)),
                "l"(gmem), "r"(n));
 }
-SPLAT_DEV void splat_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> SPLAT_DEV void splat_cp_async_wait() {
+SPLAT_DEV void splat_cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N>
+SPLAT_DEV void splat_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
@@ -165,7 +174,8 @@ SPLAT_DEV void splat_ldmatrix_x4_trans(uint32_t r[4], const void *smem) {
 }
 
 /* d += a * b on a 16x8x16 tile, fp32 accumulation; DT picks f16 or bf16 operands. */
-template <int DT> SPLAT_DEV void splat_mma16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+template <int DT>
+SPLAT_DEV void splat_mma16816(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   if (DT == SPLAT_BF16) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "

@@ -21,7 +21,8 @@
 SPLAT_DEV void splat_tile_block(int &tile, int &rblock, int &bh0) {
   const unsigned per = gridDim.y * gridDim.z;
   const unsigned long long L =
-      blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+      blockIdx.x +
+      (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
   const unsigned rest = (unsigned)(L % per);
   tile = (int)(L / per);
   bh0 = (int)(rest % gridDim.y);
@@ -62,9 +63,10 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
     const splat_dev_run run = pat.runs[tile.run_begin + q.li];
     if (q.ls == 0 && threadIdx.x < TQ) {
       const int r = threadIdx.x, tb = q.li % STAGES;
-      sNiv[tb * TQ + r] = r < nrows ? splat_row_intervals(pat, sRow[r], run.phase, run.stride,
-                                                          run.width, sIv + (tb * TQ + r) * SPLAT_MAX_SEGS)
-                                    : 0;
+      sNiv[tb * TQ + r] = r < nrows
+                              ? splat_row_intervals(pat, sRow[r], run.phase, run.stride, run.width,
+                                                    sIv + (tb * TQ + r) * SPLAT_MAX_SEGS)
+                              : 0;
     }
     load(run, (int64_t)run.base + (int64_t)q.ls * KT, q.issued % STAGES);
     if (++q.ls == run.ntiles * nsub) {

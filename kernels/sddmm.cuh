@@ -44,7 +44,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
     const int64_t hk = h / P.shape.heads_per_kv;
     const int64_t qo = splat_off(P.q, b, h, i);
     __syncwarp();
-    for (int d = lane; d < SPLAT_HEAD_DIM; d += 32) sq[warp][d] = splat_ld<SPLAT_DT>(P.q.data, qo + d * P.q.s3);
+    for (int d = lane; d < SPLAT_HEAD_DIM; d += 32)
+      sq[warp][d] = splat_ld<SPLAT_DT>(P.q.data, qo + d * P.q.s3);
     __syncwarp();
     const int64_t ko = splat_off(P.k, b, hk, 0);
     const int64_t so = splat_off(P.scores, b, h, i);
@@ -57,7 +58,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
         acc0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), acc0);
         acc1 = fmaf(sq[warp][d + 1], splat_ld<SPLAT_DT>(P.k.data, kj + (d + 1) * P.k.s3), acc1);
       }
-      if (d < SPLAT_HEAD_DIM) acc0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), acc0);
+      if (d < SPLAT_HEAD_DIM)
+        acc0 = fmaf(sq[warp][d], splat_ld<SPLAT_DT>(P.k.data, kj + d * P.k.s3), acc0);
       splat_st<SPLAT_SDT>(P.scores.data, so + n * P.scores.s3, P.scale * (acc0 + acc1));
     }
   }
@@ -89,17 +91,18 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same):
  * Q, the K ring, the score staging tile, STAGES interval tables + counts, row ids. */
-#define SPLAT_SDDMM_SMEM                                                                 \
-  ((SPLAT_TQ + SPLAT_STAGES * SPLAT_KT) * SPLAT_LDS * (int)sizeof(SPLAT_QK_T) +          \
-   SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ +                                                    \
+#define SPLAT_SDDMM_SMEM                                                        \
+  ((SPLAT_TQ + SPLAT_STAGES * SPLAT_KT) * SPLAT_LDS * (int)sizeof(SPLAT_QK_T) + \
+   SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ +                                           \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
-static_assert(SPLAT_SDDMM_SMEM == SPLAT_TILE_SMEM,
-              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+static_assert(
+    SPLAT_SDDMM_SMEM == SPLAT_TILE_SMEM,
+    "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
 /* Gathers key sub-tile g0 .. g0 + KT of a run into a shared stage. */
-SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run,
-                                  int64_t g0, int64_t ko, SPLAT_QK_T *stage) {
+SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run, int64_t g0,
+                                  int64_t ko, SPLAT_QK_T *stage) {
   splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
       (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
       [&](int kk, int ch) { return stage + kk * SPLAT_LDS + ch * SPLAT_EPC; });
@@ -157,7 +160,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     auto issue = [&]() {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
           pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
-          [&](const splat_dev_run &run, int64_t g0, int s) { splat_sddmm_load_k(P, run, g0, ko, sK + s * SPLAT_KT * SPLAT_LDS); });
+          [&](const splat_dev_run &run, int64_t g0, int s) {
+            splat_sddmm_load_k(P, run, g0, ko, sK + s * SPLAT_KT * SPLAT_LDS);
+          });
     };
 #pragma unroll
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
@@ -211,7 +216,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
         for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
           uint32_t a[4];
-          splat_ldmatrix_x4(a, sQ + (16 * warp + (lane & 15)) * SPLAT_LDS + kk * 16 + (lane >> 4) * 8);
+          splat_ldmatrix_x4(a,
+                            sQ + (16 * warp + (lane & 15)) * SPLAT_LDS + kk * 16 + (lane >> 4) * 8);
 #pragma unroll
           for (int j = 0; j < SPLAT_KT / 8; j += 2) {
             uint32_t bq[4];
@@ -281,7 +287,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                       v.z = w32[2];
                       v.w = w32[3];
                     } else {
-                      const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3], u4 = w32[4];
+                      const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3],
+                                     u4 = w32[4];
                       v.x = __byte_perm(u0, u1, 0x5432);
                       v.y = __byte_perm(u1, u2, 0x5432);
                       v.z = __byte_perm(u2, u3, 0x5432);
@@ -293,7 +300,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
                     for (int k2 = 0; k2 < SPLAT_OV; k2++) {
                       const int64_t e = e0 + k2;
-                      if (e >= d0 && e < d0 + len) splat_sddmm_put(P.scores.data, e, splat_sddmm_staged(wo, s0 + k2));
+                      if (e >= d0 && e < d0 + len)
+                        splat_sddmm_put(P.scores.data, e, splat_sddmm_staged(wo, s0 + k2));
                     }
                   }
                 }

@@ -52,7 +52,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 #pragma unroll
         for (int c = 0; c < SPLAT_DC; c++) {
           const int d = lane + 32 * c;
-          if (d < SPLAT_HEAD_DIM) acc[c] = fmaf(pt, splat_ld<SPLAT_DT>(P.v.data, vj + d * P.v.s3), acc[c]);
+          if (d < SPLAT_HEAD_DIM)
+            acc[c] = fmaf(pt, splat_ld<SPLAT_DT>(P.v.data, vj + d * P.v.s3), acc[c]);
         }
       }
     }
@@ -79,16 +80,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): the V
  * ring, the P tile, STAGES interval tables + counts, row ids. */
-#define SPLAT_SPMM_SMEM                                                          \
-  (SPLAT_STAGES * SPLAT_KT * SPLAT_LDV * 2 + SPLAT_TQ * SPLAT_LDP * 2 +          \
+#define SPLAT_SPMM_SMEM                                                 \
+  (SPLAT_STAGES * SPLAT_KT * SPLAT_LDV * 2 + SPLAT_TQ * SPLAT_LDP * 2 + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
-static_assert(SPLAT_SPMM_SMEM == SPLAT_TILE_SMEM,
-              "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
+static_assert(
+    SPLAT_SPMM_SMEM == SPLAT_TILE_SMEM,
+    "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
 /* Gathers V rows of key sub-tile g0 .. g0 + KT of a run into a shared stage. */
-SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run &run,
-                                 int64_t g0, int64_t vo, uint16_t *stage) {
+SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run &run, int64_t g0,
+                                 int64_t vo, uint16_t *stage) {
   splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
       (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
       [&](int kk, int ch) { return stage + kk * SPLAT_LDV + ch * 8; });
@@ -113,8 +115,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const bool warp_active = 16 * warp < nrows;
   const int r0 = 16 * warp + (lane >> 2), r1 = r0 + 8;
   /* P rows by 16-byte loads: same dtype as V, contiguous, 16-byte aligned base. */
-  const bool vec = SPLAT_PDT == SPLAT_DT && P.probs.s3 == 1 &&
-                   (((unsigned long long)P.probs.data) & 15) == 0;
+  const bool vec =
+      SPLAT_PDT == SPLAT_DT && P.probs.s3 == 1 && (((unsigned long long)P.probs.data) & 15) == 0;
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   uint16_t *wp = sP + 16 * warp * SPLAT_LDP; /* this warp's 16 x KT slice of P */
 
@@ -132,7 +134,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     auto issue = [&]() {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
           pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
-          [&](const splat_dev_run &run, int64_t g0, int s) { splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV); });
+          [&](const splat_dev_run &run, int64_t g0, int s) {
+            splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV);
+          });
     };
 #pragma unroll
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
@@ -213,11 +217,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           for (int k = 0; k < SPLAT_PCH; k++) {
             const int64_t e0 = ((d0 >> 3) + sub + 8 * k) << 3;
             if (e0 < d1) {
-              const uint32_t w[4] = {buf[pass][k].x, buf[pass][k].y, buf[pass][k].z, buf[pass][k].w};
+              const uint32_t w[4] = {buf[pass][k].x, buf[pass][k].y, buf[pass][k].z,
+                                     buf[pass][k].w};
 #pragma unroll
               for (int e = 0; e < 8; e++) {
                 const int64_t x = e0 + e;
-                if (x >= d0 && x < d1) wp[psrc[pass] + (int)(x - d0)] = (uint16_t)(w[e >> 1] >> (16 * (e & 1)));
+                if (x >= d0 && x < d1)
+                  wp[psrc[pass] + (int)(x - d0)] = (uint16_t)(w[e >> 1] >> (16 * (e & 1)));
               }
             }
           }
@@ -235,7 +241,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
               int32_t a, x;
               const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
               for (int k2 = sub; k2 < len; k2 += 8) {
-                const float pv = splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
+                const float pv =
+                    splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
                 wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_to16<SPLAT_DT>(pv);
               }
             }
@@ -250,7 +257,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
           for (int j = 0; j < SPLAT_DP / 8; j += 2) {
             uint32_t bv[4];
-            splat_ldmatrix_x4_trans(bv, st + (kk * 16 + (lane & 15)) * SPLAT_LDV + 8 * j + (lane >> 4) * 8);
+            splat_ldmatrix_x4_trans(
+                bv, st + (kk * 16 + (lane & 15)) * SPLAT_LDV + 8 * j + (lane >> 4) * 8);
             const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
             splat_mma16816<SPLAT_DT>(acc[j], a, b0);
             splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
@@ -272,7 +280,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         const int r = half ? r1 : r0;
         if (r < nrows) {
           const int64_t oo = splat_off(P.out, b, h, sRow[r]);
-          const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+          const bool pair =
+              P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
 #pragma unroll
           for (int j = 0; j < SPLAT_DP / 8; j++) {
             const int d = 8 * j + 2 * (lane & 3);
@@ -282,7 +291,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             } else {
 #pragma unroll
               for (int e = 0; e < 2; e++) {
-                if (d + e < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + e) * P.out.s3, acc[j][2 * half + e]);
+                if (d + e < SPLAT_HEAD_DIM)
+                  splat_st<SPLAT_DT>(P.out.data, oo + (d + e) * P.out.s3, acc[j][2 * half + e]);
               }
             }
           }

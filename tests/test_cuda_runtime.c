@@ -256,83 +256,106 @@ static void test_kernel_choice(void) {
   splat__kspec sp[SPLAT__KOP_COUNT];
   char rows[160], tile[160];
   splat__kspec *a = &sp[SPLAT__KOP_ATTENTION];
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(a->tile && a->wgmma == SYNC && a->warps == 4 && a->kt == 64 && a->stages == 3);
   CHECK(splat__kspec_tile_threads(a) == 128);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_bf16_d64_q64_k128_kt64_s3_seg1"), "%s", tile);
   CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SPMM].wgmma);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", SYNC, 2);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", SYNC, 2, 0);
   CHECK(a->wgmma == SYNC && a->warps == 8 && a->stages == 3 && splat__kspec_tile_threads(a) == 256);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_f16_d128_q128_k128_kt64_s3_seg2"), "%s", tile);
   /* 1 KB slack + Q (128 rows) + 3 x (K, V) of 64 keys x 256 B + 3 tables of 128 rows. */
   CHECK(splat__kspec_tile_smem(a) ==
         1024 + (128 + 2 * 3 * 64) * 256 + 3 * 128 * (2 * 16 + 4) + 128 * 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 0, "sm_90a", SYNC, 2); /* tile_q 64: one */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 0, "sm_90a", SYNC, 2, 0); /* tile_q 64: one */
   CHECK(a->wgmma == SYNC && a->warps == 4);
 
-  /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default. */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0);
-  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 4 && splat__kspec_tile_threads(a) == 384);
+  /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default, 128-key
+   * sub-tiles in 3 stages at head_dim 64; 64-key ones in 4 stages when asked, when the key
+   * tile is not a multiple of 128, or when the 128-key kernel's shared memory is over the
+   * limit. */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->kt == 128 && a->stages == 3 &&
+        splat__kspec_tile_threads(a) == 384);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
   splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s3_seg1"), "%s", tile);
+  CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 3 * 128) * 128 + 10 * 8 +
+                                         3 * 128 * (16 + 4) + 3 * 4 * 16 + 2 * 128 * 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 64);
+  CHECK(a->wgmma == WS && a->kt == 64 && a->stages == 4);
+  splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s", tile);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 192, 0, "sm_90a", WS, 0, 128); /* tile_k 192 */
+  CHECK(a->wgmma == WS && a->kt == 64);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->kt == 128 && splat__kspec_tile_smem(a) > 170 * 1024); /* 8 segments a row */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->kt == 64 && splat__kspec_tile_smem(a) <= 170 * 1024);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
   /* Two Q buffers + the ring + 10 mbarriers (full and empty per stage and per Q buffer) +
-   * tables + two buffers of row ids. */
-  CHECK(splat__kspec_tile_smem(a) ==
-        1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 + 3 * 128 * (2 * 16 + 4) + 2 * 128 * 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1);
+   * tables + their spans (16 bytes per stage and producer warp) + two buffers of row ids. */
+  CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 +
+                                         3 * 128 * (2 * 16 + 4) + 3 * 4 * 16 + 2 * 128 * 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2); /* 2 x 89 KB fit 228 KB */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 1);
-  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117344);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 1, 0);
+  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 0, "sm_90a", WS, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
   /* Its shared memory over the device's limit (8 segments a row at head_dim 128: 217 KB):
    * the wgmma kernel, which fits. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 0, "sm_90a", WS, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) > 200 * 1024);
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 200 * 1024, "sm_90a", WS, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 200 * 1024, "sm_90a", WS, 0, 0);
   CHECK(a->tile && a->wgmma == SYNC && splat__kspec_tile_smem(a) <= 200 * 1024);
 
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", WS, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", WS, 0, 0);
   CHECK(a->tile && !a->wgmma);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strncmp(tile, "splat_attn_tile_bf16", 20), "%s", tile);
-  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 0, "sm_90a", SYNC, 0); /* head_dim 40 */
+  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 0, "sm_90a", SYNC, 0, 0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
-  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile && !a->wgmma);
   /* A tile kernel whose shared memory exceeds the device's limit is dropped. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 48 * 1024, "sm_90a", SYNC, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 48 * 1024, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile);
 
-  int kind = -1, w = -1;
+  int kind = -1, w = -1, kt = -1;
   unsetenv("SPLAT_ATTN_WS");
   unsetenv("SPLAT_ATTN_WARPGROUPS");
-  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == WS && w == 0);
+  unsetenv("SPLAT_ATTN_KT");
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_OK && kind == WS && w == 0 && kt == 0);
+  setenv("SPLAT_ATTN_KT", "64", 1);
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_OK && kt == 64);
+  setenv("SPLAT_ATTN_KT", "96", 1);
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_KT=96"), "'%s'", splat__thread_error());
+  unsetenv("SPLAT_ATTN_KT");
   setenv("SPLAT_ATTN_WS", "1", 1);
   setenv("SPLAT_ATTN_WARPGROUPS", "1", 1);
-  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == WS && w == 1);
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_OK && kind == WS && w == 1);
   setenv("SPLAT_ATTN_WS", "0", 1);
   setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
-  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_OK && kind == SYNC && w == 2);
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_OK && kind == SYNC && w == 2);
   setenv("SPLAT_ATTN_WARPGROUPS", "4", 1);
-  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_WARPGROUPS=4") &&
              strstr(splat__thread_error(), "1 or 2"),
          "'%s'", splat__thread_error());
   unsetenv("SPLAT_ATTN_WARPGROUPS");
   setenv("SPLAT_ATTN_WS", "yes", 1);
-  CHECK(splat__kspec_env_attn(&kind, &w) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_WS=yes"), "'%s'", splat__thread_error());
   unsetenv("SPLAT_ATTN_WS");
 

@@ -104,11 +104,14 @@ int main(void) {
                           128);
         add(&s);
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
-         * consumer warpgroups. */
+         * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where
+         * its default is 128. */
         for (int kind = SPLAT__WGMMA_SYNC; kind <= SPLAT__WGMMA_WS; kind++) {
           for (int wgs = 1; wgs <= 2; wgs++) {
             splat__kspec w = s;
-            if (splat__kspec_use_wgmma(&w, kind, wgs)) add_arch(&w, "sm_90a");
+            if (splat__kspec_use_wgmma(&w, kind, wgs, 0)) add_arch(&w, "sm_90a");
+            splat__kspec w64 = s;
+            if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) add_arch(&w64, "sm_90a");
           }
         }
       }

@@ -631,11 +631,11 @@ static int cmd_codegen(int argc, char **argv) {
    * (the mask reaches them as metadata). The device's shared-memory limit is unknown
    * here: every tile kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
   splat__kspec specs[SPLAT__KOP_COUNT];
-  int kind, warpgroups;
-  st = splat__kspec_env_attn(&kind, &warpgroups);
+  int kind, warpgroups, kt;
+  st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, splat__kspec_table_segs(&rep),
-                    rep.tile_q, rep.tile_k, 0, arch, kind, warpgroups);
+                    rep.tile_q, rep.tile_k, 0, arch, kind, warpgroups, kt);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
       "key runs\n",

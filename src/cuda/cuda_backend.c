@@ -370,12 +370,12 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
  * loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
-  int kind, warpgroups;
-  splat_status st = splat__kspec_env_attn(&kind, &warpgroups);
+  int kind, warpgroups, kt;
+  splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return st;
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
                     d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch,
-                    kind, warpgroups);
+                    kind, warpgroups, kt);
   const double t0 = splat__now_ms();
   splat__kcompiled k[SPLAT__KOP_COUNT];
   st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);
@@ -490,6 +490,12 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
      * them (persistent), or one CTA per item. */
     splat_attention_params *prm = params;
     prm->work = ntiles * (int64_t)gz * plan->desc.batch * plan->desc.heads;
+    if (prm->work > INT32_MAX) { /* the kernel decodes items in 32 bits */
+      return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                         "splat_attention: %lld work items (query tiles x row blocks x batch x "
+                         "heads) exceed the fused kernel's 2^31",
+                         (long long)prm->work);
+    }
     int64_t ctas = p->persistent
                        ? (int64_t)p->cu->dev.sm_count *
                              splat__kspec_ws_ctas_per_sm(&p->spec[op], p->cu->dev.max_smem_per_sm)

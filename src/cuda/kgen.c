@@ -138,9 +138,10 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
-  if (s->wgmma == SPLAT__WGMMA_WS) { /* two Q buffers, mbarriers, a second row-id buffer */
+  if (s->wgmma == SPLAT__WGMMA_WS) {
+    /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id buffer */
     return 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 + 8 * (2 * s->stages + 4) +
-           tables + tq * 4;
+           tables + s->stages * (tq / 32) * 16 + tq * 4;
   }
   if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
@@ -151,19 +152,25 @@ static int dcode(splat_dtype d) {
   return d == SPLAT_F32 ? 0 : d == SPLAT_F16 ? 1 : 2;
 }
 
-int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups) {
+int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || (s->head_dim != 64 && s->head_dim != 128) ||
       s->kt != 64 || kind == SPLAT__WGMMA_NONE)
     return 0;
   if (kind == SPLAT__WGMMA_WS) {
     /* Two consumer warpgroups by default. head_dim 128 needs them: with one, two CTAs
      * share an SM and the consumers' registers (O, S, P and the descriptors) do not fit
-     * beside the producer's. The K/V ring: 4 stages at head_dim 64, 3 at 128. */
+     * beside the producer's. The K/V ring: 4 stages at head_dim 64, 3 at 128. Head_dim 64
+     * with two warpgroups takes 128-key sub-tiles where the key tile allows (3 stages):
+     * half the per-sub-tile work of the walk, the barriers and the row statistics. */
     const int wgs = warpgroups ? warpgroups : 2;
     if (s->head_dim == 64 || wgs == 2) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
       s->stages = s->head_dim <= 64 ? 4 : 3;
+      if (s->head_dim == 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
+        s->kt = 128;
+        s->stages = 3;
+      }
       return 1;
     }
     /* head_dim 128 with one warpgroup: the wgmma kernel. */
@@ -176,10 +183,21 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups) {
   return 1;
 }
 
-splat_status splat__kspec_env_attn(int *kind, int *warpgroups) {
+splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
   const char *ws = getenv("SPLAT_ATTN_WS"), *wg = getenv("SPLAT_ATTN_WARPGROUPS");
+  const char *k = getenv("SPLAT_ATTN_KT");
   *kind = SPLAT__WGMMA_WS;
   *warpgroups = 0;
+  *kt = 0;
+  if (k && *k) {
+    if (strcmp(k, "64") && strcmp(k, "128")) {
+      return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                         "SPLAT_ATTN_KT=%s unsupported: must be 64 or 128 (keys per sub-tile of "
+                         "the warp-specialised attention kernel)",
+                         k);
+    }
+    *kt = atoi(k);
+  }
   if (ws && *ws && strcmp(ws, "1")) {
     if (strcmp(ws, "0")) {
       return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
@@ -216,18 +234,26 @@ splat_status splat__kspec_env_persistent(int *on) {
 }
 
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups) {
+                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups,
+                       int kt) {
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
     /* Two warpgroups only where a query tile fills them (tile_q >= 128). */
     if (arch && !strcmp(arch, "sm_90a")) {
       const splat__kspec plain = *s;
-      splat__kspec_use_wgmma(s, kind, tile_q >= 128 ? warpgroups : 1);
-      /* The warp-specialised kernel's shared memory over the limit: the wgmma kernel. */
+      const int wgs = tile_q >= 128 ? warpgroups : 1;
+      splat__kspec_use_wgmma(s, kind, wgs, kt);
+      /* The warp-specialised kernel's shared memory over the limit: with 64-key sub-tiles,
+       * else the wgmma kernel. */
+      if (s->wgmma == SPLAT__WGMMA_WS && s->kt > 64 && smem_optin > 0 &&
+          splat__kspec_tile_smem(s) > smem_optin) {
+        *s = plain;
+        splat__kspec_use_wgmma(s, kind, wgs, 64);
+      }
       if (s->wgmma == SPLAT__WGMMA_WS && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
         *s = plain;
-        splat__kspec_use_wgmma(s, SPLAT__WGMMA_SYNC, tile_q >= 128 ? warpgroups : 1);
+        splat__kspec_use_wgmma(s, SPLAT__WGMMA_SYNC, wgs, 0);
       }
     }
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;

@@ -83,13 +83,16 @@ const char *splat__kspec_template(splat__kop op);
  * (SPLAT__WGMMA_SYNC or _WS) of `warpgroups` consumer warpgroups of 64 rows (0: the
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
  * it qualifies: head_dim 64 or 128, 64-key sub-tiles; WS at head_dim 128 with one
- * warpgroup takes the SYNC kernel instead. Returns 1 when it switched. */
-int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups);
+ * warpgroup takes the SYNC kernel instead. kt: keys per sub-tile of WS, 0 (default: 128
+ * at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128 (where
+ * allowed). Returns 1 when it switched. */
+int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
- * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC) and SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0,
- * the kernel's default); any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
-splat_status splat__kspec_env_attn(int *kind, int *warpgroups);
+ * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC), SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0, the
+ * kernel's default) and SPLAT_ATTN_KT (64 or 128; unset: 0, the default); any other value
+ * is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt);
 
 /* SPLAT_ATTN_PERSISTENT: 1 (default, also unset or empty): the warp-specialised kernel runs
  * a persistent grid (SMs x CTAs per SM, each CTA walking work items); 0: one CTA per work
@@ -98,13 +101,15 @@ splat_status splat__kspec_env_persistent(int *on);
 
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
  * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
- * of `warpgroups` warpgroups (1 when tile_q < 128) when arch is "sm_90a" (the SYNC kernel
+ * of `warpgroups` warpgroups (1 when tile_q < 128) and sub-tiles of kt keys
+ * (splat__kspec_use_wgmma) when arch is "sm_90a" (64-key sub-tiles, then the SYNC kernel,
  * where the WS one's shared memory exceeds smem_optin), then the tile kernel dropped where
  * its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
  * limit). specs: host array of SPLAT__KOP_COUNT; arch: host string
  * such as "sm_90a". */
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups);
+                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups,
+                       int kt);
 
 /* The program name of a spec's source in compile logs, the cache and dumps: the row
  * kernel's name + ".cu". buf: host, cap chars. */
