@@ -40,6 +40,7 @@ Run from the repository root on a machine with an NVIDIA GPU, torch 2.x and trit
 
 Options: --specs "window(256);blocked(512)" --seqs 4096,16384 --head-dims 64 --dtype bf16
 --peers splat,flex --warmup 3 --rep 100 --block-mask auto --time-budget-s 400 --json F --plot F.png
+--replot A.jsonl,B.jsonl (the summary and plot of earlier runs' JSON lines, no GPU)
 """
 
 from __future__ import annotations
@@ -816,6 +817,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                     help="start no new case after this many seconds (0: no limit)")
     ap.add_argument("--json", help="append one JSON line per case to this file")
     ap.add_argument("--plot", help="write a PNG of useful TFLOP/s here")
+    ap.add_argument("--replot", help="comma-separated JSON-line files of earlier runs: print their summary "
+                    "(and --plot them) together, running nothing")
     args = ap.parse_args(argv)
     args.specs = [s.strip() for s in args.specs.split(";") if s.strip()] if args.specs else DEFAULT_SPECS
     args.seqs = args.seqs or ([4096] if args.quick else DEFAULT_SEQS)
@@ -868,8 +871,32 @@ def header(torch) -> dict:
     return meta
 
 
+def cases_from_json(paths: str) -> List[dict]:
+    """The cases of earlier runs from their JSON lines (the fields json_line writes)."""
+    cases = []
+    for path in paths.split(","):
+        for line in open(path.strip()):
+            row = json.loads(line)
+            case = {k: v for k, v in row.items() if not any(k.startswith(p + "_") for p in PEERS + EXTRA_PEERS)
+                    or k in ("splat_plan_ms", "splat_plan_again_ms", "splat_kernels_compiled", "flex_mask_ms",
+                             "flex_mask_first_ms", "flex_mask_build")}
+            case["peers"] = {}
+            for peer in PEERS + EXTRA_PEERS:
+                if f"{peer}_ms" in row:
+                    case["peers"][peer] = {k[len(peer) + 1:]: v for k, v in row.items()
+                                           if k.startswith(peer + "_") and not k.startswith(peer + "-")}
+            cases.append(case)
+    return cases
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
+    if args.replot:
+        cases = cases_from_json(args.replot)
+        print_summary(cases, [])
+        if args.plot:
+            plot(cases, args.plot)
+        return 0
     torch = setup_torch()
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     meta = header(torch)
