@@ -1,25 +1,17 @@
 /* attn_passes.c — the choice of two-pass fused attention (see attn_passes.h). */
 #include "cuda/attn_passes.h"
 
-#include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
 splat_status splat__attn_passes_env(int *on) {
-  const char *v = getenv("SPLAT_ATTN_PASSES");
-  *on = 1;
-  if (!v || !*v || !strcmp(v, "1")) return SPLAT_OK;
-  if (!strcmp(v, "0")) {
-    *on = 0;
-    return SPLAT_OK;
-  }
-  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                     "SPLAT_ATTN_PASSES=%s unsupported: must be 1 (the fused attention of masks "
-                     "mixing contiguous and strided segments in two passes where that computes "
-                     "less) or 0 (always one pass)",
-                     v);
+  return splat__env_switch("SPLAT_ATTN_PASSES",
+                           "the fused attention of masks mixing contiguous and strided segments in "
+                           "two passes where that computes less",
+                           "always one pass", on);
 }
 
 double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim) {

@@ -5,6 +5,7 @@
 
 #include "cuda/codegen.h"
 
+#include "core/env.h"
 #include "core/error.h"
 
 #include <stdio.h>
@@ -220,17 +221,9 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
 }
 
 splat_status splat__kspec_env_persistent(int *on) {
-  const char *v = getenv("SPLAT_ATTN_PERSISTENT");
-  *on = 1;
-  if (!v || !*v || !strcmp(v, "1")) return SPLAT_OK;
-  if (!strcmp(v, "0")) {
-    *on = 0;
-    return SPLAT_OK;
-  }
-  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                     "SPLAT_ATTN_PERSISTENT=%s unsupported: must be 1 (a persistent grid for the "
-                     "warp-specialised attention kernel) or 0 (one CTA per work item)",
-                     v);
+  return splat__env_switch("SPLAT_ATTN_PERSISTENT",
+                           "a persistent grid for the warp-specialised attention kernel",
+                           "one CTA per work item", on);
 }
 
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,

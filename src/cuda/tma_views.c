@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 
 /* cuda.h's CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values. */
@@ -72,16 +73,8 @@ void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn
 }
 
 splat_status splat__tma_env(int *on) {
-  const char *v = getenv("SPLAT_ATTN_TMA");
-  *on = 1;
-  if (!v || !*v || !strcmp(v, "1")) return SPLAT_OK;
-  if (!strcmp(v, "0")) {
-    *on = 0;
-    return SPLAT_OK;
-  }
-  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                     "SPLAT_ATTN_TMA=%s unsupported: must be 1 (key sub-tiles of the sm_90a "
-                     "fused attention loaded by TMA where their group allows) or 0 (all gathered "
-                     "by cp.async)",
-                     v);
+  return splat__env_switch("SPLAT_ATTN_TMA",
+                           "key sub-tiles of the sm_90a fused attention loaded by TMA where their "
+                           "group allows",
+                           "all gathered by cp.async", on);
 }

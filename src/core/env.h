@@ -1,0 +1,13 @@
+/* env.h — on/off switches read from the environment (SPLAT_ATTN_TMA and the like). */
+#ifndef SPLAT_CORE_ENV_H
+#define SPLAT_CORE_ENV_H
+
+#include "splat.h"
+
+/* Reads switch `name`: 1 (also unset or empty) sets *on = 1, 0 sets *on = 0; anything else
+ * is SPLAT_ERR_INVALID_ARGUMENT with the sentence "NAME=value unsupported: must be 1
+ * (on_means) or 0 (off_means)". */
+splat_status splat__env_switch(const char *name, const char *on_means, const char *off_means,
+                               int *on);
+
+#endif
