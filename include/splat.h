@@ -266,9 +266,10 @@ SPLAT_API splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs,
                                   const splat_tensor *v, const splat_tensor *out,
                                   splat_stream stream);
 /* Fused forward: out = attention(q, k, v) under the pattern; lse as in splat_softmax
- * (may be NULL). Empty rows give zeros and lse = -inf. With the experimental
- * SPLAT_ATTN_SPLIT (docs/cuda.md) the plan holds a workspace: its attention calls must not
- * overlap on two streams. */
+ * (may be NULL). Empty rows give zeros and lse = -inf. A CUDA plan that holds a workspace
+ * (two-pass masks such as strided | window, SPLAT_ATTN_SPLIT: docs/cuda.md) runs its
+ * attention calls one after the other on the GPU, whatever their streams or host
+ * threads: each call's stream waits for the previous call's use of the workspace. */
 SPLAT_API splat_status splat_attention(splat_plan *plan, const splat_tensor *q,
                                        const splat_tensor *k, const splat_tensor *v, float scale,
                                        const splat_tensor *out, const splat_tensor *lse,

@@ -60,7 +60,7 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 104 and the
+ * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 112 and the
  * consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
 #define SPLAT_PRODUCER_REGS 112 /* items, interval tables, the gather */
@@ -80,9 +80,10 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
    SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4)
 
 /* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
- * consumer warpgroup's 64): lo..hi holds every key of their intervals, exactly the keys
- * some row touches when no row has two or more intervals (else lo = INT32_MIN and hi =
- * INT32_MAX: unknown); every row has an interval covering full_lo..full_hi (empty when
+ * consumer warpgroup's 64): lo..hi, the hull of their intervals when no row has two or
+ * more (a sub-tile outside it is touched by no row; one inside may still be, in a gap:
+ * computed, all masked), else lo = INT32_MIN and hi = INT32_MAX (unknown: the rows'
+ * intervals decide); every row has an interval covering full_lo..full_hi (empty when
  * full_lo > full_hi). Rows past the item's are left out: their results are dropped. */
 #define SPLAT_SPAN_NONE make_int4(0x7fffffff, (int)0x80000000, (int)0x80000000, 0x7fffffff)
 SPLAT_DEV int4 splat_span_join(int4 a, int4 b) {
@@ -108,22 +109,27 @@ struct splat_ws_item {
 
 /* Work item w of P.work: tile-major (the host uploads the tiles heaviest first), then row
  * block, then batch*head (fastest), as splat_tile_block orders a grid of one item per
- * CTA. nrows <= 0: a row block past its tile, no work. In 32 bits (the host keeps P.work
- * below 2^31): 64-bit divisions cost ~100 instructions each, per item and warp. */
-SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_t w, int64_t BH) {
+ * CTA. nrows <= 0: a row block past its tile, no work. In index type I: 32 bits when
+ * P.work fits (64-bit divisions cost ~100 instructions each, per item and warp), else
+ * 64 (splat_ws_item_of). */
+template <typename I>
+SPLAT_DEV splat_ws_item splat_ws_item_as(const splat_attention_params &P, I w, I BH) {
   splat_ws_item it;
-  const uint32_t bh32 = (uint32_t)BH, heads = (uint32_t)P.shape.heads;
-  const uint32_t gz = (uint32_t)((P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ), per = bh32 * gz;
-  const uint32_t w32 = (uint32_t)w, rest = w32 % per;
-  it.ti = (int)(w32 / per);
-  const uint32_t bh = rest % bh32;
-  it.bh = bh;
-  it.b = bh / heads;
-  it.h = bh % heads;
-  it.rb = (int)(rest / bh32) * SPLAT_TQ;
+  const I heads = (I)P.shape.heads;
+  const I gz = (I)((P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ), per = BH * gz;
+  const I rest = w % per, bh = rest % BH;
+  it.ti = (int)(w / per);
+  it.bh = (int64_t)bh;
+  it.b = (int64_t)(bh / heads);
+  it.h = (int64_t)(bh % heads);
+  it.rb = (int)(rest / BH) * SPLAT_TQ;
   it.tile = P.pat.tiles[it.ti];
   it.nrows = it.tile.nrows - it.rb < SPLAT_TQ ? it.tile.nrows - it.rb : SPLAT_TQ;
   return it;
+}
+SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_t w, int64_t BH) {
+  return P.work <= 0xffffffffll ? splat_ws_item_as<uint32_t>(P, (uint32_t)w, (uint32_t)BH)
+                                : splat_ws_item_as<int64_t>(P, w, BH);
 }
 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)

@@ -3,8 +3,8 @@
 
     python3 python/tests/gpu_check.py [--quick] [--out DIR]
 
-Runs splat.torch.attention (eager, on the current and on a side stream, and under
-torch.compile with inductor) and splat.jax.attention (jit, vmap) on CUDA for specs of
+Runs splat.torch.attention (eager, on the current and on a side stream, one plan on two
+streams at once, and under torch.compile with inductor) and splat.jax.attention (jit, vmap) on CUDA for specs of
 DESIGN.md §2 at awkward sizes, dtypes f32/f16/bf16 and head_dim 64/128, against the
 float64 reference of python/tests/reference.py (masks from brute-force predicates).
 Outputs are poisoned with NaN first (freed NaN-filled blocks are what the allocator
@@ -129,6 +129,8 @@ def main() -> int:
         check_case("random mask", splat.Pattern.from_mask(mask), mask, 97, 97, 64, dname, torch, st, jax, jnp, sj)
     if torch is not None:
         compiled_cases(torch, st)
+        if TDEV == "cuda":
+            streams_case(torch, st)
     if jax is not None:
         vmap_case(jax, sj)
     elapsed = time.time() - t0
@@ -239,6 +241,37 @@ def compiled_cases(torch, st):
         except Exception as exc:
             traceback.print_exc()
             failed(spec, "97x97", 64, dname, "torch compiled", exc)
+
+
+def streams_case(torch, st):
+    """One plan with a workspace (strided(8)|window(8) at 700 runs in two passes) called on two
+    streams at once with different inputs, several rounds: each output must match its own
+    reference (the plan's calls take turns on the workspace)."""
+    spec, pred, n, dname = "strided(8)|window(8)", ref.union(ref.strided(8), ref.window(8)), 700, "bfloat16"
+    pat = splat.Pattern(spec, n, n)
+    mask = ref.mask_of(pred, n, n)
+    try:
+        sets = []
+        for seed in (21, 22):
+            X = [torch.tensor(x, device=TDEV).to(torch.bfloat16) for x in inputs(n, n, 64, dname, seed=seed)]
+            r = [x.float().cpu().numpy() for x in X]
+            want, _ = ref.attention(*r, mask)
+            sets.append((X, want, naive_bound(torch, *r, mask, dname, want)))
+        streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+        for s in streams:
+            s.wait_stream(torch.cuda.current_stream())
+        outs = [None, None]
+        for _ in range(4):
+            for i, s in enumerate(streams):
+                with torch.cuda.stream(s):
+                    outs[i] = st.attention(*sets[i][0], pat)
+        torch.cuda.synchronize()
+        for i in range(2):
+            record(spec, f"{n}x{n}", 64, dname, f"torch 2 streams {i}",
+                   ref.max_error(outs[i].float().cpu().numpy(), sets[i][1]), sets[i][2])
+    except Exception as exc:
+        traceback.print_exc()
+        failed(spec, f"{n}x{n}", 64, dname, "torch 2 streams", exc)
 
 
 def vmap_case(jax, sj):

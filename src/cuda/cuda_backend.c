@@ -3,6 +3,7 @@
  * memory attribute) and the four operations (argument packing, path choice, launches on
  * the caller's stream). Driver calls go through the runtime's splat__cuda_api table;
  * kernels come from splat__kernel_cache_get (memory cache, disk cache or NVRTC). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,12 @@ struct splat__cuda_plan {
   splat_dev_pattern pass_pat[2];
   int64_t pass_ntiles[2];
   CUdeviceptr rowpart;
+  /* With a workspace (part or rowpart), the plan's attention calls take turns on it: a
+   * call's stream waits for ws_done, recorded after the previous call's workspace
+   * kernels, with ws_lock held around the two (calls from several host threads). */
+  int ws_guard;
+  CUevent ws_done;
+  pthread_mutex_t ws_lock;
   CUfunction merge;       /* the merge kernel of split tiles (attention module) */
   splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
   int persistent;         /* the warp-specialised kernel's grid: persistent (1) or per item */
@@ -319,6 +326,14 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
                                                               a->seq_q, plan->desc.head_dim)),
                              "cuMemAlloc (the workspace of two-pass attention)");
     }
+    if (st == SPLAT_OK && (p->part || p->rowpart)) {
+      st = splat__cuda_check(drv->cuEventCreate(&p->ws_done, CU_EVENT_DISABLE_TIMING),
+                             "cuEventCreate (the turns on the plan's workspace)");
+      if (st == SPLAT_OK) {
+        pthread_mutex_init(&p->ws_lock, NULL);
+        p->ws_guard = 1;
+      }
+    }
   }
   splat__attn_split_free(&split);
   splat__tile_plan_free(&pass[0]);
@@ -403,6 +418,10 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
     if (p->meta) drv->cuMemFree(p->meta);
     if (p->part) drv->cuMemFree(p->part);
     if (p->rowpart) drv->cuMemFree(p->rowpart);
+    if (p->ws_guard) {
+      drv->cuEventDestroy(p->ws_done);
+      pthread_mutex_destroy(&p->ws_lock);
+    }
     pop();
   }
   free(p);
@@ -490,12 +509,6 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
      * them (persistent), or one CTA per item. */
     splat_attention_params *prm = params;
     prm->work = ntiles * (int64_t)gz * plan->desc.batch * plan->desc.heads;
-    if (prm->work > INT32_MAX) { /* the kernel decodes items in 32 bits */
-      return splat__fail(SPLAT_ERR_UNSUPPORTED,
-                         "splat_attention: %lld work items (query tiles x row blocks x batch x "
-                         "heads) exceed the fused kernel's 2^31",
-                         (long long)prm->work);
-    }
     int64_t ctas = p->persistent
                        ? (int64_t)p->cu->dev.sm_count *
                              splat__kspec_ws_ctas_per_sm(&p->spec[op], p->cu->dev.max_smem_per_sm)
@@ -531,11 +544,40 @@ static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t b
  * query tiles, then the row kernel over the irregular remainder, when the op has a tile
  * kernel and `tile_ok` (the operands' layout suits it); else the row kernel over every
  * row. `shape` points at the shape inside `params`. */
+/* A call's turn on the plan's workspace (the ws_* fields): its stream waits for the previous
+ * call's workspace kernels; leave() records where this call's end, and releases the lock
+ * either way. */
+static splat_status workspace_enter(splat__cuda_plan *p, splat_stream stream) {
+  pthread_mutex_lock(&p->ws_lock);
+  const splat_status st =
+      splat__cuda_check(drv->cuStreamWaitEvent((CUstream)stream, p->ws_done, 0),
+                        "cuStreamWaitEvent (the turns on the plan's workspace)");
+  if (st != SPLAT_OK) pthread_mutex_unlock(&p->ws_lock);
+  return st;
+}
+static splat_status workspace_leave(splat__cuda_plan *p, splat_stream stream, splat_status st) {
+  if (st == SPLAT_OK) {
+    st = splat__cuda_check(drv->cuEventRecord(p->ws_done, (CUstream)stream),
+                           "cuEventRecord (the turns on the plan's workspace)");
+  }
+  pthread_mutex_unlock(&p->ws_lock);
+  return st;
+}
+
 static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok,
                               splat_dev_shape *shape, void *params, splat_stream stream) {
   const splat__cuda_plan *p = plan->cuda;
   splat_status st = push(p->cu);
   if (st != SPLAT_OK) return st;
+  /* The workspace's turns are the plan's only state a call changes. */
+  splat__cuda_plan *turns = op == SPLAT__KOP_ATTENTION && p->ws_guard && p->tile[op] && tile_ok
+                                ? (splat__cuda_plan *)(uintptr_t)p
+                                : NULL;
+  if (turns) st = workspace_enter(turns, stream);
+  if (st != SPLAT_OK) {
+    pop();
+    return st;
+  }
   if (p->tile[op] && tile_ok) {
     *shape = dev_shape(plan, 0, 0);
     if (op == SPLAT__KOP_ATTENTION && p->npass) {
@@ -564,6 +606,7 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   } else {
     st = launch_rows(plan, op, 0, plan->seq_q, shape, params, stream);
   }
+  if (turns) st = workspace_leave(turns, stream, st);
   pop();
   return st;
 }

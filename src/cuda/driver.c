@@ -145,6 +145,7 @@ static const struct {
     ENTRY(cuMemcpyHtoDAsync),
     ENTRY(cuMemsetD8Async),
     ENTRY(cuStreamSynchronize),
+    ENTRY(cuStreamWaitEvent),
     ENTRY(cuEventCreate),
     ENTRY(cuEventRecord),
     ENTRY(cuEventSynchronize),
