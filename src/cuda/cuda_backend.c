@@ -540,10 +540,6 @@ static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t b
                 0, stream, params);
 }
 
-/* Launches op on the caller's stream with its context current: the tile kernel over the
- * query tiles, then the row kernel over the irregular remainder, when the op has a tile
- * kernel and `tile_ok` (the operands' layout suits it); else the row kernel over every
- * row. `shape` points at the shape inside `params`. */
 /* A call's turn on the plan's workspace (the ws_* fields): its stream waits for the previous
  * call's workspace kernels; leave() records where this call's end, and releases the lock
  * either way. */
@@ -564,6 +560,10 @@ static splat_status workspace_leave(splat__cuda_plan *p, splat_stream stream, sp
   return st;
 }
 
+/* Launches op on the caller's stream with its context current: the tile kernel over the
+ * query tiles, then the row kernel over the irregular remainder, when the op has a tile
+ * kernel and `tile_ok` (the operands' layout suits it); else the row kernel over every
+ * row. `shape` points at the shape inside `params`. */
 static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok,
                               splat_dev_shape *shape, void *params, splat_stream stream) {
   const splat__cuda_plan *p = plan->cuda;
