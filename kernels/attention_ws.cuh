@@ -152,11 +152,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {
       splat_mbar_init(&full[s], 128);            /* every producer thread arrives */
-      splat_mbar_init(&empty[s], 4 * SPLAT_WGS); /* one arrival per consumer warp */
+      splat_mbar_init(&empty[s], 128 * SPLAT_WGS); /* every consumer thread arrives */
     }
     for (int b = 0; b < 2; b++) {
       splat_mbar_init(&qfull[b], 128);
-      splat_mbar_init(&qempty[b], 4 * SPLAT_WGS);
+      splat_mbar_init(&qempty[b], 128 * SPLAT_WGS);
     }
     splat_mbar_fence_init();
   }
@@ -327,8 +327,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) splat_wgmma_fence_regs(a[kk]);
       splat_wgmma_fence_acc(o);
-      __syncwarp();
-      if (lane == 0) splat_mbar_arrive(&empty[pst]); /* its V is read */
+      splat_mbar_arrive(&empty[pst]); /* its V is read */
     };
 
     /* The cursor walks the tile's sub-tiles in the producer's order: run li, sub-tile ls
@@ -374,8 +373,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           finish_pv(true);
           pending = false;
         }
-        __syncwarp();
-        if (lane == 0) splat_mbar_arrive(&empty[st]);
+        splat_mbar_arrive(&empty[st]);
       }
       if (pending) finish_pv(true);
       return 0;
@@ -448,8 +446,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     } else {
       splat_attn_store<SPLAT_NO>(P, o, m, l, it.b, it.h, sRow, r0, nrows, t);
     }
-    __syncwarp();
-    if (lane == 0) splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
+    splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
     R += (uint32_t)tile.nruns;
     k++;
   }
