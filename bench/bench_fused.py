@@ -94,7 +94,6 @@ VARIANT_ENV = {
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
     "splat-1pass": {"SPLAT_ATTN_PASSES": "0"},
     "splat-kt64": {"SPLAT_ATTN_KT": "64"},
-    "splat-wg3": {"SPLAT_ATTN_WARPGROUPS": "3", "SPLAT_ATTN_KT": "64"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16

@@ -46,11 +46,9 @@
 
 #include "attention_merge.cuh"
 
-#define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2-3 sharing each K/V stage */
-static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 3,
-              "the warp-specialised attention kernel takes 1 to 3 consumer warpgroups");
-static_assert(SPLAT_WGS < 3 || SPLAT_HEAD_DIM == 64,
-              "three consumer warpgroups only at head_dim 64 (their registers)");
+#define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
+static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
+              "the warp-specialised attention kernel takes 1 or 2 consumer warpgroups");
 static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
               "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
@@ -65,8 +63,8 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 112 and the
  * consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
-#define SPLAT_PRODUCER_REGS (SPLAT_WGS > 2 ? 80 : 112) /* items, interval tables, the gather */
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 2 ? 144 : SPLAT_WGS > 1 ? 192 : 144)
+#define SPLAT_PRODUCER_REGS 112 /* items, interval tables, the gather */
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 144)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -187,8 +185,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       int *sRow = sRows + qb * SPLAT_TQ;
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
-      for (int r = threadIdx.x; r < SPLAT_TQ; r += 128)
-        sRow[r] = r < nrows ? P.pat.perm[tile.row_begin + it.rb + r] : 0;
+      if (threadIdx.x < SPLAT_TQ) {
+        sRow[threadIdx.x] =
+            (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + it.rb + threadIdx.x] : 0;
+      }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
           P.q, b, h, sRow, nrows,
@@ -210,8 +210,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
           /* The run's interval tables and their span per warp (buffer R % STAGES: the run
            * STAGES back is done). Whole warps: TQ is a multiple of 64. */
-          for (int r = threadIdx.x; ls == 0 && r < SPLAT_TQ; r += 128) {
-            const int tb = (int)(R % SPLAT_STAGES);
+          if (ls == 0 && threadIdx.x < SPLAT_TQ) {
+            const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
             splat_ival *riv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
             const int niv = r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride,
                                                             run.width, riv)

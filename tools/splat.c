@@ -623,22 +623,17 @@ static int cmd_codegen(int argc, char **argv) {
   splat_pattern *p = NULL;
   splat_status st = splat_pattern_parse(spec, seq, seq_k, &p);
   if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
-  int kind, warpgroups, kt;
-  st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
-  if (st != SPLAT_OK) {
-    splat_pattern_destroy(p);
-    return fail("splat codegen", st, NULL);
-  }
-  /* The plan's tile shape as a CUDA plan on `arch` would take it by default. */
   splat_report rep;
-  st = splat_analyze(p, splat__kspec_default_tile_q((int)head_dim, arch, kind, warpgroups), 0, 0,
-                     &rep);
+  st = splat_analyze(p, 0, 0, 0, &rep);
   splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat_analyze", st, NULL);
   /* The kernels depend on the plan's dtype, head_dim, K and tile shape, not on the mask
    * (the mask reaches them as metadata). The device's shared-memory limit is unknown
    * here: every tile kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
   splat__kspec specs[SPLAT__KOP_COUNT];
+  int kind, warpgroups, kt;
+  st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
+  if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, splat__kspec_table_segs(&rep),
                     rep.tile_q, rep.tile_k, 0, arch, kind, warpgroups, kt);
   printf(

@@ -90,11 +90,7 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   plan->ctx = ctx;
   plan->desc = *desc;
   if (!plan->desc.heads_kv) plan->desc.heads_kv = desc->heads;
-  if (!plan->desc.tile_q) {
-    plan->desc.tile_q = ctx->backend == SPLAT_BACKEND_CUDA
-                            ? splat__cuda_default_tile_q(ctx->cuda, desc->head_dim)
-                            : DEFAULT_TILE;
-  }
+  if (!plan->desc.tile_q) plan->desc.tile_q = DEFAULT_TILE;
   if (!plan->desc.tile_k) plan->desc.tile_k = DEFAULT_TILE;
   if (!plan->desc.max_segments) plan->desc.max_segments = SPLAT_MAX_SEGMENTS;
   plan->seq_q = splat_pattern_seq_q(pattern);

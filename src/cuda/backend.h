@@ -15,10 +15,6 @@ typedef struct splat__cuda_plan splat__cuda_plan;
 splat_status splat__cuda_context_open(int device, splat__cuda_context **out);
 void splat__cuda_context_close(splat__cuda_context *c);
 
-/* The query tile a plan of this context takes when its description leaves tile_q 0
- * (splat__kspec_default_tile_q for the device and the SPLAT_ATTN_* settings). */
-int splat__cuda_default_tile_q(const splat__cuda_context *c, int64_t head_dim);
-
 /* The device side of a plan of a CUDA context (plan->ctx->cuda): uploads the ACSR and
  * tile plan, generates, compiles and loads the kernels. Never called for CPU plans. */
 splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out);

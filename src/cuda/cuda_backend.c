@@ -381,13 +381,6 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
   return SPLAT_OK;
 }
 
-int splat__cuda_default_tile_q(const splat__cuda_context *c, int64_t head_dim) {
-  int kind, warpgroups, kt;
-  /* A bad setting gets the usual tile here; plan creation reports it (build_kernels). */
-  if (splat__kspec_env_attn(&kind, &warpgroups, &kt) != SPLAT_OK) return 128;
-  return splat__kspec_default_tile_q((int)head_dim, c->dev.arch, kind, warpgroups);
-}
-
 /* Specialises and gets every op's module concurrently (splat__kspec_compile_all), then
  * loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {

@@ -66,12 +66,10 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
    * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q
    * allows, so 2-3 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
-   * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). Query
-   * tiles up to 128 rows, or 192 and 256 (whole 64-row blocks). */
+   * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). */
   const int tile_op = (op == SPLAT__KOP_SDDMM) ||
                       ((op == SPLAT__KOP_SPMM || op == SPLAT__KOP_ATTENTION) && dt != SPLAT_F32);
-  if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 &&
-      (tile_q <= 128 || (tile_q <= 256 && tile_q % 64 == 0)) &&
+  if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
       tile_k % 16 == 0) {
     s->tile = 1;
     s->warps = tile_q % 64 == 0 ? 4 : tile_q / 16;
@@ -166,12 +164,11 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
      * with two warpgroups takes 128-key sub-tiles where the key tile allows (3 stages):
      * half the per-sub-tile work of the walk, the barriers and the row statistics. */
     const int wgs = warpgroups ? warpgroups : 2;
-    if (s->head_dim == 64 || wgs >= 2) {
-      if (wgs > 2 && s->head_dim != 64) return splat__kspec_use_wgmma(s, kind, 2, kt);
+    if (s->head_dim == 64 || wgs == 2) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
       s->stages = s->head_dim <= 64 ? 4 : 3;
-      if (s->head_dim == 64 && wgs >= 2 && kt != 64 && s->tile_k % 128 == 0) {
+      if (s->head_dim == 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
         s->kt = 128;
         s->stages = 3;
       }
@@ -179,7 +176,7 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
     }
     /* head_dim 128 with one warpgroup: the wgmma kernel. */
   }
-  const int wgs = warpgroups ? (warpgroups < 2 ? warpgroups : 2) : 1;
+  const int wgs = warpgroups ? warpgroups : 1;
   s->wgmma = SPLAT__WGMMA_SYNC;
   s->warps = 4 * wgs;
   /* Two warpgroups: one CTA per SM (registers), so one more stage to cover latency. */
@@ -213,7 +210,7 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
     *kind = SPLAT__WGMMA_SYNC;
   }
   if (!wg || !*wg) return SPLAT_OK;
-  if (!strcmp(wg, "1") || !strcmp(wg, "2") || !strcmp(wg, "3")) {
+  if (!strcmp(wg, "1") || !strcmp(wg, "2")) {
     *warpgroups = wg[0] - '0';
     return SPLAT_OK;
   }
@@ -221,12 +218,6 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
                      "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1 or 2 (consumer warpgroups "
                      "of the sm_90a fused attention kernel)",
                      wg);
-}
-
-int splat__kspec_default_tile_q(int head_dim, const char *arch, int kind, int warpgroups) {
-  const int three = kind == SPLAT__WGMMA_WS && warpgroups == 3 && head_dim == 64 && arch &&
-                    !strcmp(arch, "sm_90a");
-  return three ? 192 : 128;
 }
 
 splat_status splat__kspec_env_persistent(int *on) {
@@ -244,7 +235,7 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
     /* Two warpgroups only where a query tile fills them (tile_q >= 128). */
     if (arch && !strcmp(arch, "sm_90a")) {
       const splat__kspec plain = *s;
-      const int wgs = tile_q >= 64 * warpgroups ? warpgroups : tile_q >= 128 ? 2 : 1;
+      const int wgs = tile_q >= 128 ? warpgroups : 1;
       splat__kspec_use_wgmma(s, kind, wgs, kt);
       /* The warp-specialised kernel's shared memory over the limit: with 64-key sub-tiles,
        * else the wgmma kernel. */

@@ -94,11 +94,6 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
  * is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt);
 
-/* The query tile of a plan whose description leaves it 0: 192 rows where the fused
- * attention runs on three consumer warpgroups of 64 rows (kind WS, warpgroups 3, head_dim
- * 64, sm_90a), else 128. */
-int splat__kspec_default_tile_q(int head_dim, const char *arch, int kind, int warpgroups);
-
 /* SPLAT_ATTN_PERSISTENT: 1 (default, also unset or empty): the warp-specialised kernel runs
  * a persistent grid (SMs x CTAs per SM, each CTA walking work items); 0: one CTA per work
  * item (a cross-check); anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
