@@ -60,10 +60,11 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 112 and the
+ * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112 with one
+ * consumer warpgroup) and the
  * consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
-#define SPLAT_PRODUCER_REGS 112 /* items, interval tables, the gather */
+#define SPLAT_PRODUCER_REGS (SPLAT_WGS > 1 ? 120 : 112) /* items, interval tables, the gather */
 #define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 144)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
@@ -132,6 +133,52 @@ SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_
                                 : splat_ws_item_as<int64_t>(P, w, BH);
 }
 
+/* Whether every row of P.out can take 16-byte stores: head_dim contiguous, the base and
+ * every row 16-byte aligned. */
+SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
+  return P.out.s3 == 1 && (P.out.s2 | P.out.s1 | P.out.s0) % 8 == 0 &&
+         ((unsigned long long)P.out.data & 15) == 0;
+}
+
+/* O / l of a consumer warpgroup's 64 rows (block rows 64 cw ..) to the original rows
+ * sRow[r], r < nrows, through its own 64 rows of the item's Q buffer `sQb` (their S
+ * products are complete): each warp puts its 16 rows there in the input dtype (the
+ * 128-byte swizzle keeps the 4-byte writes free of bank conflicts), then writes them as
+ * whole rows of 16-byte stores. The log-sum-exp as splat_attn_store. For one-pass plans
+ * and outputs splat_ws_out_vec accepts; the others take splat_attn_store. */
+SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
+                                     const float (&m)[2], const float (&l)[2], int64_t b,
+                                     int64_t h, const int *sRow, unsigned char *sQb, int cw,
+                                     int warp, int lane, int nrows) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const float lt = splat_quad_sum(l[hf]);
+    const float inv = lt > 0.f ? 1.f / lt : 0.f;
+    const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
+#pragma unroll
+    for (int j = 0; j < SPLAT_NO / 4; j++) {
+      *(uint32_t *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, j) + 4 * t) =
+          splat_pack2<SPLAT_DT>(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
+    }
+    if (P.lse.data && t == 0 && r < nrows) {
+      ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
+          lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+    }
+  }
+  __syncwarp();
+  /* The warp's 16 rows: CH 16-byte chunks each, 32 / CH rows per pass. */
+  constexpr int CH = SPLAT_DP / 8, RPP = 32 / CH;
+#pragma unroll
+  for (int i = 0; i < 16 / RPP; i++) {
+    const int r = 64 * cw + 16 * warp + RPP * i + lane / CH, ch = lane % CH;
+    if (r < nrows) {
+      const uint4 v = *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch));
+      *(uint4 *)((uint16_t *)P.out.data + splat_off(P.out, b, h, sRow[r]) + 8 * ch) = v;
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const __grid_constant__ splat_attention_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
@@ -173,9 +220,24 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* ---------------------------------------------------------------- producer */
     splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
     uint32_t n = 0, R = 0, k = 0;
+    /* This thread's row id of the next item (row block row threadIdx.x) is fetched one
+     * item ahead, once the current one's Q is in: the dependent global loads (the item's
+     * tile, then the permutation) run while the current item's sub-tiles are issued, not
+     * at the item's start (which decodes the item again from the cache). */
+    int nrow = 0;
+    auto fetch = [&](int64_t at) {
+      if (at >= P.work) return;
+      const splat_ws_item nx = splat_ws_item_of(P, at, BH);
+      nrow = (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
+    };
+    fetch(blockIdx.x);
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
       const splat_ws_item it = splat_ws_item_of(P, w, BH);
-      if (it.nrows <= 0) continue;
+      const int row = nrow;
+      if (it.nrows <= 0) {
+        fetch(w + gridDim.x);
+        continue;
+      }
       const splat_dev_tile tile = it.tile;
       const int nrows = it.nrows;
       const int64_t b = it.b, h = it.h, hk = h / P.shape.heads_per_kv;
@@ -185,18 +247,22 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       int *sRow = sRows + qb * SPLAT_TQ;
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
-      if (threadIdx.x < SPLAT_TQ) {
-        sRow[threadIdx.x] =
-            (int)threadIdx.x < nrows ? P.pat.perm[tile.row_begin + it.rb + threadIdx.x] : 0;
-      }
+      if (threadIdx.x < SPLAT_TQ) sRow[threadIdx.x] = row;
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
           P.q, b, h, sRow, nrows,
           [&](int r, int ch) { return sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
       splat_cp_async_commit();
-      splat_cp_async_wait<0>();
-      splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
-      splat_mbar_arrive(&qfull[qb]);
+      /* Q is waited for after the item's first sub-tile is issued (its interval tables
+       * and loads go out under Q's), then the next item is fetched. */
+      bool q_pending = true;
+      auto finish_q = [&]() {
+        splat_cp_async_wait<0>();
+        splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
+        splat_mbar_arrive(&qfull[qb]);
+        q_pending = false;
+        fetch(w + gridDim.x);
+      };
       k++;
       for (int li = 0; li < tile.nruns; li++, R++) {
         const splat_dev_run run = P.pat.runs[tile.run_begin + li];
@@ -265,8 +331,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_fence_proxy_async();
             splat_mbar_arrive(&full[st]);
           }
+          if (q_pending) finish_q();
         }
       }
+      if (q_pending) finish_q();
     }
     return;
   }
@@ -282,6 +350,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const uint32_t kv_addr = splat_smem_addr(sKV);
   const uint64_t kdesc0 = splat_wgmma_desc_k<SPLAT_KT>(kv_addr, 0);
   const uint64_t vdesc0 = splat_wgmma_desc_mn<SPLAT_KT>(kv_addr + SPLAT_TILE_BYTES(SPLAT_KT), 0);
+  const bool out_vec = splat_ws_out_vec(P);
   uint32_t n = 0, R = 0, k = 0;
   for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
     const splat_ws_item it = splat_ws_item_of(P, w, BH);
@@ -443,6 +512,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* O / l and the log-sum-exp, to the original rows. */
     if (slot >= 0) {
       splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, it.bh, it.rb, r0, nrows, t);
+    } else if (P.pass == 0 && out_vec) {
+      splat_ws_store_staged(P, o, m, l, it.b, it.h, sRow,
+                            sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw, warp, lane, nrows);
     } else {
       splat_attn_store<SPLAT_NO>(P, o, m, l, it.b, it.h, sRow, r0, nrows, t);
     }
