@@ -60,9 +60,8 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112 with one
- * consumer warpgroup) and the
- * consumers up to what the CTA's pool then allows. */
+ * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112
+ * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows. */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
 #define SPLAT_PRODUCER_REGS (SPLAT_WGS > 1 ? 120 : 112) /* items, interval tables, the gather */
 #define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 144)
