@@ -766,27 +766,6 @@ static int have_nvrtc(void) {
   return major >= 12;
 }
 
-/* SPLAT_LINEINFO: -lineinfo only when it is 1 (the options are part of the cache key);
- * a bad value fails the compile with a sentence naming it, before NVRTC is needed. */
-static void test_lineinfo_setting(void) {
-  char opts[256];
-  unsetenv("SPLAT_LINEINFO");
-  splat__nvrtc_options_text("sm_90a", opts, sizeof opts);
-  CHECKF(!strstr(opts, "-lineinfo") && strstr(opts, "--gpu-architecture=sm_90a"), "'%s'", opts);
-  setenv("SPLAT_LINEINFO", "1", 1);
-  splat__nvrtc_options_text("sm_90a", opts, sizeof opts);
-  CHECKF(strstr(opts, "-lineinfo") != NULL, "'%s'", opts);
-  setenv("SPLAT_LINEINFO", "0", 1);
-  splat__nvrtc_options_text("sm_90a", opts, sizeof opts);
-  CHECKF(!strstr(opts, "-lineinfo"), "'%s'", opts);
-  setenv("SPLAT_LINEINFO", "yes", 1);
-  splat__compiled c;
-  CHECK(splat__nvrtc_compile("extern \"C\" __global__ void k() {}", "k.cu", "sm_90a", &c) ==
-        SPLAT_ERR_INVALID_ARGUMENT);
-  CHECKF(strstr(splat__thread_error(), "SPLAT_LINEINFO=yes"), "'%s'", splat__thread_error());
-  unsetenv("SPLAT_LINEINFO");
-}
-
 static void test_nvrtc(void) {
   if (!have_nvrtc()) {
     skip("NVRTC compiles", splat__thread_error());
@@ -1265,7 +1244,6 @@ int main(void) {
   test_tma_view_keys();
   test_attn_split();
   test_ptxas_parse();
-  test_lineinfo_setting();
   test_nvrtc();
   test_cache(tmp);
   test_cache_concurrent(tmp);

@@ -6,13 +6,11 @@
 
 #include "core/error.h"
 
-splat_status splat__env_switch(const char *name, int default_on, const char *on_means,
-                               const char *off_means, int *on) {
+splat_status splat__env_switch(const char *name, const char *on_means, const char *off_means,
+                               int *on) {
   const char *v = getenv(name);
-  *on = default_on;
-  if (!v || !*v) return SPLAT_OK;
   *on = 1;
-  if (!strcmp(v, "1")) return SPLAT_OK;
+  if (!v || !*v || !strcmp(v, "1")) return SPLAT_OK;
   if (!strcmp(v, "0")) {
     *on = 0;
     return SPLAT_OK;

@@ -4,10 +4,10 @@
 
 #include "splat.h"
 
-/* Reads switch `name`: 1 sets *on = 1, 0 sets *on = 0, unset or empty sets *on =
- * default_on; anything else is SPLAT_ERR_INVALID_ARGUMENT with the sentence
- * "NAME=value unsupported: must be 1 (on_means) or 0 (off_means)". */
-splat_status splat__env_switch(const char *name, int default_on, const char *on_means,
-                               const char *off_means, int *on);
+/* Reads switch `name`: 1 (also unset or empty) sets *on = 1, 0 sets *on = 0; anything else
+ * is SPLAT_ERR_INVALID_ARGUMENT with the sentence "NAME=value unsupported: must be 1
+ * (on_means) or 0 (off_means)". */
+splat_status splat__env_switch(const char *name, const char *on_means, const char *off_means,
+                               int *on);
 
 #endif

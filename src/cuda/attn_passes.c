@@ -8,7 +8,7 @@
 #include "core/log.h"
 
 splat_status splat__attn_passes_env(int *on) {
-  return splat__env_switch("SPLAT_ATTN_PASSES", 1,
+  return splat__env_switch("SPLAT_ATTN_PASSES",
                            "the fused attention of masks mixing contiguous and strided segments in "
                            "two passes where that computes less",
                            "always one pass", on);

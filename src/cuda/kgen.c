@@ -221,7 +221,7 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
 }
 
 splat_status splat__kspec_env_persistent(int *on) {
-  return splat__env_switch("SPLAT_ATTN_PERSISTENT", 1,
+  return splat__env_switch("SPLAT_ATTN_PERSISTENT",
                            "a persistent grid for the warp-specialised attention kernel",
                            "one CTA per work item", on);
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -156,26 +155,15 @@ static int arch_valid(const char *arch) {
 
 enum { MAX_OPTS = 8 };
 
-/* SPLAT_LINEINFO: 1 compiles with -lineinfo (source lines for Nsight Compute and
- * compute-sanitizer); 0, unset or empty: without (a third of the compile time, CUBINs a
- * third the size). */
-static splat_status lineinfo_setting(int *on) {
-  return splat__env_switch("SPLAT_LINEINFO", 0,
-                           "kernels compiled with -lineinfo, source lines for Nsight Compute and "
-                           "compute-sanitizer",
-                           "without it: faster compiles, smaller CUBINs", on);
-}
-
 /* Fills opts with the compile options; storage holds the formatted ones. virt = 1
  * targets compute_<XY> (for PTX) instead of sm_<XY>. Returns the count. */
-static int build_options(const char *arch, int virt, int lineinfo, char storage[2][64],
-                         const char **opts) {
+static int build_options(const char *arch, int virt, char storage[2][64], const char **opts) {
   int n = 0;
   snprintf(storage[0], 64, "--gpu-architecture=%s%s", virt ? "compute_" : "sm_", arch + 3);
   opts[n++] = storage[0];
   opts[n++] = "-default-device";
   opts[n++] = "-std=c++17";
-  if (lineinfo) opts[n++] = "-lineinfo";
+  opts[n++] = "-lineinfo";
   if (!virt) opts[n++] = "--ptxas-options=-v";
   return n;
 }
@@ -186,9 +174,7 @@ void splat__nvrtc_options_text(const char *arch, char *buf, size_t cap) {
   if (!arch_valid(arch)) return;
   char storage[2][64];
   const char *opts[MAX_OPTS];
-  int lineinfo = 0;
-  if (lineinfo_setting(&lineinfo) != SPLAT_OK) lineinfo = 0; /* the compile reports it */
-  int n = build_options(arch, 0, lineinfo, storage, opts);
+  int n = build_options(arch, 0, storage, opts);
   size_t len = 0;
   for (int i = 0; i < n && len < cap; i++) {
     int w = snprintf(buf + len, cap - len, "%s%s", i ? " " : "", opts[i]);
@@ -232,14 +218,11 @@ static splat_status compile_program(const char *source, const char *program_name
                        "NVRTC compile of %s: arch='%s' is not of the form sm_XY or sm_XYa",
                        program_name, arch ? arch : "(null)");
   }
-  int lineinfo = 0;
-  splat_status st = lineinfo_setting(&lineinfo);
-  if (st != SPLAT_OK) return st;
-  st = nvrtc_load();
+  splat_status st = nvrtc_load();
   if (st != SPLAT_OK) return st;
   char storage[2][64];
   const char *opts[MAX_OPTS];
-  int nopts = build_options(arch, virt, lineinfo, storage, opts);
+  int nopts = build_options(arch, virt, storage, opts);
   double t0 = splat__now_ms();
   nvrtc_program prog = NULL;
   nvrtc_result rc = nv.create(&prog, source, program_name, 0, NULL, NULL);

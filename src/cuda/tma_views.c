@@ -73,7 +73,7 @@ void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn
 }
 
 splat_status splat__tma_env(int *on) {
-  return splat__env_switch("SPLAT_ATTN_TMA", 1,
+  return splat__env_switch("SPLAT_ATTN_TMA",
                            "key sub-tiles of the sm_90a fused attention loaded by TMA where their "
                            "group allows",
                            "all gathered by cp.async", on);
