@@ -143,17 +143,21 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * sRow[r], r < nrows, through its own 64 rows of the item's Q buffer `sQb` (their S
  * products are complete): each warp puts its 16 rows there in the input dtype (the
  * 128-byte swizzle keeps the 4-byte writes free of bank conflicts), then writes them as
- * whole rows of 16-byte stores. The log-sum-exp as splat_attn_store. For one-pass plans
- * and outputs splat_ws_out_vec accepts; the others take splat_attn_store. */
+ * whole rows of 16-byte stores. The log-sum-exp as splat_attn_store. A row's sum l is at
+ * least 1 (its maximum contributes 2^0), so 1 / l and log2 l come from the special-function
+ * unit (relative errors ~2^-22, far below the output's rounding) without the IEEE
+ * routines' range checks; the (b, h) part of the offsets is computed once. For one-pass
+ * plans and outputs splat_ws_out_vec accepts; the others take splat_attn_store. */
 SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
                                      const float (&m)[2], const float (&l)[2], int64_t b,
                                      int64_t h, const int *sRow, unsigned char *sQb, int cw,
                                      int warp, int lane, int nrows) {
   const int t = lane & 3;
+  const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const float lt = splat_quad_sum(l[hf]);
-    const float inv = lt > 0.f ? 1.f / lt : 0.f;
+    const float inv = lt > 0.f ? __fdividef(1.f, lt) : 0.f;
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
 #pragma unroll
     for (int j = 0; j < SPLAT_NO / 4; j++) {
@@ -161,8 +165,8 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
           splat_pack2<SPLAT_DT>(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
     }
     if (P.lse.data && t == 0 && r < nrows) {
-      ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
-          lt > 0.f ? (m[hf] + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+      ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
+          lt > 0.f ? (m[hf] + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
     }
   }
   __syncwarp();
@@ -173,7 +177,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     const int r = 64 * cw + 16 * warp + RPP * i + lane / CH, ch = lane % CH;
     if (r < nrows) {
       const uint4 v = *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch));
-      *(uint4 *)((uint16_t *)P.out.data + splat_off(P.out, b, h, sRow[r]) + 8 * ch) = v;
+      *(uint4 *)((uint16_t *)P.out.data + out_bh + (int64_t)sRow[r] * P.out.s2 + 8 * ch) = v;
     }
   }
 }
