@@ -152,6 +152,9 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
                                      const float (&m)[2], const float (&l)[2], int64_t b,
                                      int64_t h, const int *sRow, unsigned char *sQb, int cw,
                                      int warp, int lane, int nrows) {
+  static_assert(SPLAT_DP == 64 || SPLAT_DP == 128,
+                "the staged epilogue covers rows of 64 or 128 columns: a pass of 32 lanes takes "
+                "whole rows");
   const int t = lane & 3;
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
 #pragma unroll

@@ -61,7 +61,7 @@ def run_case(seed, old=False):
             assert not q_readers[b], "Q buffer overwritten while read"
             qbuf[b] = k
             yield
-            qfull[b].arrive()
+            q_pending = True  # v4.6: Q's wait and qfull after the item's first sub-tile
             for li, nsub in enumerate(runs):
                 for ls in range(nsub):
                     st = n % stages
@@ -74,7 +74,12 @@ def run_case(seed, old=False):
                     yield
                     full[st].arrive()
                     n += 1
+                    if q_pending:
+                        qfull[b].arrive()
+                        q_pending = False
                 R += 1
+            if q_pending:
+                qfull[b].arrive()
 
     def consumer(w):
         n = R = 0
