@@ -1,7 +1,8 @@
 /* test_kernels_compile.c — CI without a GPU: generates every kernel specialisation the
  * GPU check (tests/gpu/gpu_check.c) uses and compiles each with NVRTC for sm_90a and
- * sm_80 (splat__nvrtc_compile, no cache); fails on a compile error or any register
- * spill (from the runtime's ptxas report), and prints a table (kernel, arch, registers,
+ * sm_80 (splat__nvrtc_compile, no cache); fails on a compile error, any register
+ * spill (from the runtime's ptxas report) or wgmma instructions ptxas serialises (its
+ * C7520 "Potential Performance Loss" note), and prints a table (kernel, arch, registers,
  * spills, stack, shared memory). Skips (and says so) only when NVRTC cannot be loaded. */
 #include <pthread.h>
 #include <stdio.h>
@@ -133,6 +134,9 @@ int main(void) {
     CHECKF(jb->st == SPLAT_OK, "%s (%s) failed to compile:\n%s", rows, jb->arch,
            jb->log ? jb->log : "(no log)");
     if (jb->st == SPLAT_OK) {
+      /* E.g. a wgmma behind a branch after its fence: each waits for the previous. */
+      CHECKF(!strstr(jb->log, "C7520"), "%s (%s): ptxas serialises wgmma:\n%s", tile, jb->arch,
+             jb->log);
       report(jb, tile, splat__kspec_tile_smem(&jb->spec));
       report(jb, merge, 0);
       report(jb, rows, 0);
