@@ -507,11 +507,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_wait<1>(); /* S is in; P V may still run */
         splat_wgmma_fence_acc(s);
         scores(s, alpha);
+        step();
         finish_pv(false);
         splat_attn_rescale<SPLAT_NO>(o, alpha);
         splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
         pst = st;
-        step();
       }
     }
 
