@@ -88,11 +88,17 @@ SPLAT_DEV void splat_gather_rows(const splat_dev_tensor &x, int64_t b, int64_t h
                                  int nrows, const Dst &dst) {
   constexpr int EPC = 16 / (int)sizeof(T);
   const T *base = (const T *)x.data;
-  for (int c = threadIdx.x; c < TQ * CHUNKS; c += THREADS) {
-    const int r = c / CHUNKS, ch = c % CHUNKS;
+  const T *bh = base + splat_off(x, b, h, 0); /* the (b, h) part once, not per chunk */
+  /* A fixed trip count (threadIdx.x < THREADS), unrolled: when THREADS is a multiple of
+   * CHUNKS, a thread's chunk column is fixed and its rows step by a constant. */
+#pragma unroll 4
+  for (int i = 0; i < (TQ * CHUNKS + THREADS - 1) / THREADS; i++) {
+    const unsigned c = threadIdx.x + (unsigned)(i * THREADS);
+    if ((TQ * CHUNKS) % THREADS != 0 && c >= (unsigned)(TQ * CHUNKS)) break;
+    const int r = (int)(c / CHUNKS), ch = (int)(c % CHUNKS);
     const bool valid = r < nrows && ch * EPC < SPLAT_HEAD_DIM;
-    const T *src = valid ? base + splat_off(x, b, h, sRow[r]) + ch * EPC : base;
-    splat_cp_async16(dst(r, ch), src, valid);
+    const int row = valid ? sRow[r] : 0;
+    splat_cp_async16(dst(r, ch), valid ? bh + (int64_t)row * x.s2 + ch * EPC : base, valid);
   }
 }
 
