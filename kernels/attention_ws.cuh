@@ -507,6 +507,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_wait<1>(); /* S is in; P V may still run */
         splat_wgmma_fence_acc(s);
         scores(s, alpha);
+        /* The cursor's step (a branch) before the P V's wait: the wait then opens a new
+         * basic block; in the softmax's own block ptxas hoists it above the exponentials
+         * (tests/sass/check_ws_overlap.py). */
         step();
         finish_pv(false);
         splat_attn_rescale<SPLAT_NO>(o, alpha);
