@@ -273,17 +273,19 @@ static void test_kernel_choice(void) {
   CHECK(a->wgmma == SYNC && a->warps == 4);
 
   /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default, 128-key
-   * sub-tiles in 3 stages at head_dim 64; 64-key ones in 4 stages when asked, when the key
-   * tile is not a multiple of 128, or when the 128-key kernel's shared memory is over the
-   * limit. */
+   * sub-tiles in 4 stages at head_dim 64 (3 where 4 are over the shared-memory limit);
+   * 64-key ones in 4 stages when asked, when the key tile is not a multiple of 128, or when
+   * the 128-key kernel's shared memory is over the limit even in 3 stages. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 8 && a->kt == 128 && a->stages == 3 &&
+  CHECK(a->wgmma == WS && a->warps == 8 && a->kt == 128 && a->stages == 4 &&
         splat__kspec_tile_threads(a) == 384);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
   splat__kspec_names(a, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s3_seg1"), "%s", tile);
-  CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 3 * 128) * 128 + 10 * 8 +
-                                         3 * 128 * (16 + 4) + 3 * 4 * 16 + 2 * 128 * 4);
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"), "%s", tile);
+  CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 4 * 128) * 128 + 12 * 8 +
+                                         4 * 128 * (16 + 4) + 4 * 4 * 16 + 2 * 128 * 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->kt == 128 && a->stages == 3); /* 4 stages: 172.3 KB */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 64);
   CHECK(a->wgmma == WS && a->kt == 64 && a->stages == 4);
   splat__kspec_names(a, rows, tile, sizeof rows);

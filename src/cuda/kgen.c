@@ -161,8 +161,9 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
     /* Two consumer warpgroups by default. head_dim 128 needs them: with one, two CTAs
      * share an SM and the consumers' registers (O, S, P and the descriptors) do not fit
      * beside the producer's. The K/V ring: 4 stages at head_dim 64, 3 at 128. Head_dim 64
-     * with two warpgroups takes 128-key sub-tiles where the key tile allows (3 stages):
-     * half the per-sub-tile work of the walk, the barriers and the row statistics. */
+     * with two warpgroups takes 128-key sub-tiles where the key tile allows (4 stages,
+     * splat__kspec_plan drops to 3 where they do not fit): half the per-sub-tile work of
+     * the walk, the barriers and the row statistics. */
     const int wgs = warpgroups ? warpgroups : 2;
     if (s->head_dim == 64 || wgs == 2) {
       s->wgmma = SPLAT__WGMMA_WS;
@@ -170,7 +171,7 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
       s->stages = s->head_dim <= 64 ? 4 : 3;
       if (s->head_dim == 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
         s->kt = 128;
-        s->stages = 3;
+        s->stages = 4;
       }
       return 1;
     }
@@ -237,8 +238,11 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
       const splat__kspec plain = *s;
       const int wgs = tile_q >= 128 ? warpgroups : 1;
       splat__kspec_use_wgmma(s, kind, wgs, kt);
-      /* The warp-specialised kernel's shared memory over the limit: with 64-key sub-tiles,
-       * else the wgmma kernel. */
+      /* The warp-specialised kernel's shared memory over the limit: 128-key sub-tiles in
+       * 3 stages, else 64-key ones, else the wgmma kernel. */
+      if (s->wgmma == SPLAT__WGMMA_WS && s->kt > 64 && s->stages > 3 && smem_optin > 0 &&
+          splat__kspec_tile_smem(s) > smem_optin)
+        s->stages = 3;
       if (s->wgmma == SPLAT__WGMMA_WS && s->kt > 64 && smem_optin > 0 &&
           splat__kspec_tile_smem(s) > smem_optin) {
         *s = plain;
