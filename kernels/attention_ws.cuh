@@ -379,13 +379,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     int pst = 0;
 
     /* O += P V of the pending sub-tile: its k16 steps on stage pst's V. */
-    auto issue_pv = [&]() {
+    auto issue_pv_at = [&](auto ST) {
 #pragma unroll
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
         splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(
             o, a[kk],
-            splat_wgmma_desc_add(
-                vdesc0, (uint32_t)pst * 2 * SPLAT_TILE_BYTES(SPLAT_KT) + splat_wgmma_mn_step(kk)),
+            splat_wgmma_desc_add(vdesc0, ST.value * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
+                                             splat_wgmma_mn_step(kk)),
             1);
       }
     };
@@ -394,9 +394,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * it and releases its stage. */
     auto finish_pv = [&](bool issue) {
       if (issue) {
-        splat_wgmma_fence();
-        issue_pv();
-        splat_wgmma_commit();
+        splat_with_const<SPLAT_STAGES>(pst, [&](auto ST) {
+          splat_wgmma_fence();
+          issue_pv_at(ST);
+          splat_wgmma_commit();
+        });
       }
       splat_wgmma_wait<0>();
 #pragma unroll
@@ -468,17 +470,32 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
-    auto issue_s = [&](float(&s)[SPLAT_NS], int st) {
-      splat_wgmma_fence();
+    auto issue_s_at = [&](float(&s)[SPLAT_NS], auto ST) {
 #pragma unroll
       for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
         splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(
             s, splat_wgmma_desc_add(qdesc, splat_wgmma_k_step<SPLAT_TQ>(kk)),
-            splat_wgmma_desc_add(kdesc0, (uint32_t)st * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
+            splat_wgmma_desc_add(kdesc0, ST.value * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
                                              splat_wgmma_k_step<SPLAT_KT>(kk)),
             kk > 0);
       }
-      splat_wgmma_commit();
+    };
+    auto issue_s = [&](float(&s)[SPLAT_NS], int st) {
+      splat_with_const<SPLAT_STAGES>(st, [&](auto ST) {
+        splat_wgmma_fence();
+        issue_s_at(s, ST);
+        splat_wgmma_commit();
+      });
+    };
+    /* The steady step's S on stage st and P V on the stage before it (pst). */
+    auto issue_s_pv = [&](float(&s)[SPLAT_NS], int st) {
+      splat_with_const<SPLAT_STAGES>(st, [&](auto ST) {
+        splat_wgmma_fence();
+        issue_s_at(s, ST);
+        splat_wgmma_commit();
+        issue_pv_at(splat_const<(ST.value + SPLAT_STAGES - 1) % SPLAT_STAGES>{});
+        splat_wgmma_commit();
+      });
     };
 
     /* A computed sub-tile with nothing pending: S, its softmax, P. Then per sub-tile: S(j)
@@ -501,9 +518,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       while ((at = next(true)) == 2) {
         const int st = (int)(n % SPLAT_STAGES);
         float s[SPLAT_NS], alpha[2];
-        issue_s(s, st); /* its fence also covers P's registers */
-        issue_pv();
-        splat_wgmma_commit();
+        issue_s_pv(s, st); /* its fence also covers P's registers */
         splat_wgmma_wait<1>(); /* S is in; P V may still run */
         splat_wgmma_fence_acc(s);
         scores(s, alpha);

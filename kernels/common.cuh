@@ -267,4 +267,24 @@ SPLAT_DEV int32_t splat_ival_find(const splat_ival *iv, int n, int32_t g) {
   return r;
 }
 
+/* A compile-time int, and f(splat_const<v>{}) for a run-time v in [0, N): the callee sees
+ * v as a constant (e.g. a ring stage, so shared addresses and wgmma descriptors become a
+ * uniform base plus immediates instead of per-thread arithmetic). */
+template <int K>
+struct splat_const {
+  static constexpr int value = K;
+};
+template <int N, int K = 0, class F>
+SPLAT_DEV void splat_with_const(int v, F &&f) {
+  if constexpr (K + 1 < N) {
+    if (v == K) {
+      f(splat_const<K>{});
+    } else {
+      splat_with_const<N, K + 1>(v, f);
+    }
+  } else {
+    f(splat_const<K>{});
+  }
+}
+
 #endif
