@@ -29,33 +29,46 @@ SPLAT_DEV float *splat_attn_part_row(const splat_attention_params &P, int slot, 
   return P.part + (((int64_t)slot * BH + bh) * P.part_rows + r) * (SPLAT_HEAD_DIM + 2);
 }
 
+/* The bits [a, a + w) of a 32-bit word (0 <= a <= 32, 0 <= w, a + w <= 32): one BMSK. */
+SPLAT_DEV uint32_t splat_bit_range(int a, int w) {
+  uint32_t m;
+  asm("bmsk.clamp.b32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(w));
+  return m;
+}
+
 /* Predicated runs: entries whose gathered key lies in none of the row's intervals for the
  * run's group become -inf (rows past the block's last have no intervals). iv, niv: the
  * run's interval tables (TQ rows); r0 = 16 warp + g. The thread's entries of a row are
- * the gathered keys c_e + 8 j (c_e = g0 + 2 t + e, j < NJ); an interval [lo, hi] keeps
- * the j of one contiguous range per e, so each interval costs a few shifts and one mask
- * per e instead of two compares per entry. */
+ * the gathered keys c0 + 8 j + e (c0 = g0 + 2 t, j < NJ, e in {0, 1}); an interval
+ * [lo, hi] keeps the j of one contiguous range per e, bits 16 e + j of a keep mask built
+ * by one BMSK per e (about ten instructions an interval instead of two compares an
+ * entry); then one bit test and one select an entry. */
 template <int NJ>
 SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const int *niv, int r0,
                                int32_t g0, int t) {
   static_assert(NJ >= 1 && NJ <= 16, "splat_attn_mask: 1 to 16 n8 blocks");
+  const int32_t c0 = g0 + 2 * t;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const int r = r0 + 8 * hf;
     const int n = niv[r];
     const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
     uint32_t keep = 0u; /* bit 16 e + j: entry (j, e) is in an interval */
-    for (int q = 0; q < n; q++) {
-      const int2 v = *(const int2 *)(rv + q); /* lo, hi */
+    auto add = [&](int2 v) { /* lo, hi */
+      const int32_t lo = v.x - c0, hi = v.y - c0; /* relative to the thread's first key */
 #pragma unroll
       for (int e = 0; e < 2; e++) {
-        const int32_t c = g0 + 2 * t + e;
-        /* lo <= c + 8 j <= hi: j from ceil((lo - c) / 8) to floor((hi - c) / 8), clamped
-         * (arithmetic shifts round towards -inf). */
-        const int32_t jlo = min(max((v.x - c + 7) >> 3, 0), NJ);
-        const int32_t jhi = min((v.y - c) >> 3, NJ - 1);
-        if (jhi >= jlo) keep |= ((0xFFFFu >> (15 - jhi)) & (0xFFFFu << jlo)) << (16 * e);
+        /* lo <= 8 j + e <= hi: j from ceil((lo - e) / 8) to floor((hi - e) / 8), clamped to
+         * [0, NJ) (arithmetic shifts round towards -inf). */
+        const int32_t jlo = max((lo - e + 7) >> 3, 0);
+        const int32_t jend = min(((hi - e) >> 3) + 1, NJ);
+        keep |= splat_bit_range(16 * e + min(jlo, NJ), max(jend - jlo, 0));
       }
+    };
+    if constexpr (SPLAT_MAX_SEGS == 1) {
+      if (n > 0) add(*(const int2 *)rv); /* no loop: most patterns */
+    } else {
+      for (int q = 0; q < n; q++) add(*(const int2 *)(rv + q));
     }
 #pragma unroll
     for (int j = 0; j < NJ; j++) {

@@ -9,8 +9,10 @@
  * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
  * warpgroups of 64 query rows each; setmaxnreg moves registers from the producer to the
  * consumers.
- *   - Producer: per item, the row ids and Q (cp.async) into one of two buffers (full and
- *     empty mbarriers per buffer: it loads item k+1 while the consumers finish item k),
+ *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the
+ *     consumers never decode items or read the plan's tiles) and Q (cp.async) into one of
+ *     two buffers (full and empty mbarriers per buffer: it loads item k+1 while the
+ *     consumers finish item k); after the last item, a record with no rows ends the walk;
  *     then every sub-tile (SPLAT_KT keys: 64, or 128 at head_dim 64) of the tile's key runs
  *     into a ring of SPLAT_STAGES K/V stages guarded by "full" and "empty" mbarriers, the
  *     ring running on across items. A sub-tile whose run has a TMA view (P.kmap/vmap, one
@@ -72,12 +74,12 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
  * buffer), interval tables + their spans per producer warp + counts, two buffers of row
- * ids. */
+ * ids, two task records (48 bytes each). */
 #define SPLAT_ATTN_SMEM                                                                    \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
-   SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4)
+   SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
 
 /* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
  * consumer warpgroup's 64): lo..hi, the hull of their intervals when no row has two or
@@ -131,6 +133,14 @@ SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_
   return P.work <= 0xffffffffll ? splat_ws_item_as<uint32_t>(P, (uint32_t)w, (uint32_t)BH)
                                 : splat_ws_item_as<int64_t>(P, w, BH);
 }
+
+/* What the consumers need of an item, written by the producer beside its Q and row ids:
+ * a = {runs, rows (0: the end of the CTA's walk), row block, split slot or -1},
+ * c = {b, h, b * heads + h, index of its first run in P.pat.runs}, and r = that run's
+ * {base, sub-tiles, predicate, 0} (the walk's first step needs no global load). */
+struct splat_ws_task {
+  int4 a, c, r;
+};
 
 /* Whether every row of P.out can take 16-byte stores: head_dim contiguous, the base and
  * every row 16-byte aligned. */
@@ -201,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int4 *sSpan = (int4 *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS); /* [STAGES][TQ / 32] */
   int *sNiv = (int *)(sSpan + SPLAT_STAGES * (SPLAT_TQ / 32));
   int *sRows = sNiv + SPLAT_STAGES * SPLAT_TQ; /* [2][TQ] original rows of the items */
+  splat_ws_task *sTask = (splat_ws_task *)(sRows + 2 * SPLAT_TQ); /* [2] the items */
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {
@@ -254,6 +265,15 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
       if (threadIdx.x < SPLAT_TQ) sRow[threadIdx.x] = row;
+      if (threadIdx.x == 0) {
+        const int slot = P.pat.slots ? P.pat.slots[it.ti] : -1;
+        sTask[qb].a = make_int4(tile.nruns, nrows, it.rb, slot);
+        sTask[qb].c = make_int4((int)b, (int)h, (int)it.bh, tile.run_begin);
+        if (tile.nruns > 0) {
+          const splat_dev_run r0 = P.pat.runs[tile.run_begin];
+          sTask[qb].r = make_int4(r0.base, r0.ntiles, r0.predicate, 0);
+        }
+      }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
           P.q, b, h, sRow, nrows,
@@ -342,6 +362,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
       if (q_pending) finish_q();
     }
+    /* The end of the walk: a task with no rows. */
+    const int qb = (int)(k & 1u);
+    splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
+    if (threadIdx.x == 0) sTask[qb].a = make_int4(0, 0, 0, -1);
+    splat_mbar_arrive(&qfull[qb]);
     return;
   }
 
@@ -358,18 +383,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const uint64_t vdesc0 = splat_wgmma_desc_mn<SPLAT_KT>(kv_addr + SPLAT_TILE_BYTES(SPLAT_KT), 0);
   const bool out_vec = splat_ws_out_vec(P);
   uint32_t n = 0, R = 0, k = 0;
-  for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
-    const splat_ws_item it = splat_ws_item_of(P, w, BH);
-    if (it.nrows <= 0) continue;
-    const splat_dev_tile tile = it.tile;
-    const int nrows = it.nrows;
+  for (;;) {
     const int qb = (int)(k & 1u);
     const int *sRow = sRows + qb * SPLAT_TQ;
     const uint64_t qdesc = splat_wgmma_desc_k<SPLAT_TQ>(
         splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128, 0);
     splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
+    const int4 ta = sTask[qb].a;
+    const int nruns = ta.x, nrows = ta.y, rb = ta.z;
+    if (nrows <= 0) break; /* the producer's end of the walk */
+    const int slot = ta.w; /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
-    const int slot = P.pat.slots ? P.pat.slots[it.ti] : -1; /* a chunk of a split tile: partials */
 
     float o[SPLAT_NO];
 #pragma unroll
@@ -417,13 +441,15 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * pending, 2 at one with the P V still pending. Each warp asks for all 64 rows (two a
      * lane) and gets the same answer, so the warpgroup's wgmma stays uniform. */
     int li = 0, ls = 0;
-    splat_dev_run run;
-    if (tile.nruns > 0) run = P.pat.runs[tile.run_begin];
+    int4 run = sTask[qb].r; /* {base, sub-tiles, predicate} of run li */
     auto step = [&]() {
       n++;
-      if (++ls == run.ntiles * nsub) {
+      if (++ls == run.y * nsub) {
         ls = 0;
-        if (++li < tile.nruns) run = P.pat.runs[tile.run_begin + li];
+        if (++li < nruns) {
+          const splat_dev_run nr = P.pat.runs[sTask[qb].c.w + li];
+          run = make_int4(nr.base, nr.ntiles, nr.predicate, 0);
+        }
       }
     };
     /* This warpgroup's span of the run's tables (buffer tb): its two producer warps'. */
@@ -432,12 +458,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                              sSpan[tb * (SPLAT_TQ / 32) + 2 * cw + 1]);
     };
     auto next = [&](bool pending) -> int {
-      for (; li < tile.nruns; step()) {
+      for (; li < nruns; step()) {
         const int st = (int)(n % SPLAT_STAGES), tb = (int)((R + li) % SPLAT_STAGES);
-        const int32_t g0 = run.base + ls * SPLAT_KT;
+        const int32_t g0 = run.x + ls * SPLAT_KT;
         splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
         bool touched = active;
-        if (touched && run.predicate) {
+        if (touched && run.z) {
           /* By the span when it is exact, else by the rows' intervals. */
           const int4 sp = span(tb);
           touched = sp.x == (int)0x80000000 ? splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
@@ -458,10 +484,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* The scores of the cursor's sub-tile in s, masked, then their softmax half. */
     auto scores = [&](float(&s)[SPLAT_NS], float(&alpha)[2]) {
       const float c = splat_attn_logit_scale(s, P.scale_log2);
-      if (run.predicate) {
+      if (run.z) {
         /* Not where every row of the warpgroup covers the whole sub-tile. */
         const int tb = (int)((R + li) % SPLAT_STAGES);
-        const int32_t g0 = run.base + ls * SPLAT_KT;
+        const int32_t g0 = run.x + ls * SPLAT_KT;
         const int4 sp = span(tb);
         if (!(sp.z <= g0 && sp.w >= g0 + SPLAT_KT - 1)) {
           splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
@@ -535,15 +561,18 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
     /* O / l and the log-sum-exp, to the original rows. */
     if (slot >= 0) {
-      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, it.bh, it.rb, r0, nrows, t);
+      const int4 tc = sTask[qb].c;
+      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, rb, r0, nrows, t);
     } else if (P.pass == 0 && out_vec) {
-      splat_ws_store_staged(P, o, m, l, it.b, it.h, sRow,
+      const int4 tc = sTask[qb].c;
+      splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow,
                             sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw, warp, lane, nrows);
     } else {
-      splat_attn_store<SPLAT_NO>(P, o, m, l, it.b, it.h, sRow, r0, nrows, t);
+      const int4 tc = sTask[qb].c;
+      splat_attn_store<SPLAT_NO>(P, o, m, l, tc.x, tc.y, sRow, r0, nrows, t);
     }
     splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
-    R += (uint32_t)tile.nruns;
+    R += (uint32_t)nruns;
     k++;
   }
 }

@@ -283,7 +283,7 @@ static void test_kernel_choice(void) {
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"), "%s", tile);
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 4 * 128) * 128 + 12 * 8 +
-                                         4 * 128 * (16 + 4) + 4 * 4 * 16 + 2 * 128 * 4);
+                                         4 * 128 * (16 + 4) + 4 * 4 * 16 + 2 * 128 * 4 + 2 * 48);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->kt == 128 && a->stages == 3); /* 4 stages: 172.3 KB */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 64);
@@ -299,14 +299,15 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
   /* Two Q buffers + the ring + 10 mbarriers (full and empty per stage and per Q buffer) +
-   * tables + their spans (16 bytes per stage and producer warp) + two buffers of row ids. */
+   * tables + their spans (16 bytes per stage and producer warp) + two buffers of row ids +
+   * two task records (48 bytes each). */
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 +
-                                         3 * 128 * (2 * 16 + 4) + 3 * 4 * 16 + 2 * 128 * 4);
+                                         3 * 128 * (2 * 16 + 4) + 3 * 4 * 16 + 2 * 128 * 4 + 2 * 48);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2); /* 2 x 89 KB fit 228 KB */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 1, 0);
-  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472);
+  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472 + 2 * 48);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */

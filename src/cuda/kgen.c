@@ -140,9 +140,10 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
   if (s->wgmma == SPLAT__WGMMA_WS) {
-    /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id buffer */
+    /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
+     * buffer, two task records (48 bytes each) */
     return 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 + 8 * (2 * s->stages + 4) +
-           tables + s->stages * (tq / 32) * 16 + tq * 4;
+           tables + s->stages * (tq / 32) * 16 + tq * 4 + 2 * 48;
   }
   if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;

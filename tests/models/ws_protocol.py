@@ -1,6 +1,7 @@
 """ws_protocol.py — a model of the synchronisation of kernels/attention_ws.cuh, run on
 random schedules: the producer warpgroup and 1-2 consumer warpgroups of one persistent
-CTA walking several work items; Q and row ids double-buffered (qfull / qempty), the K/V
+CTA walking several work items; Q, row ids and the item's task double-buffered (qfull /
+qempty; after the last item the producer publishes an end task), the K/V
 ring of STAGES stages (full / empty mbarriers with phase-parity waits), interval tables
 in buffers indexed by a global run counter, consumers skipping sub-tiles none of their
 rows touches, and the P V of the last computed sub-tile pending until the next one is
@@ -80,14 +81,24 @@ def run_case(seed, old=False):
                 R += 1
             if q_pending:
                 qfull[b].arrive()
+        k = len(items)  # the end task: the consumers learn the walk's end from it
+        b = k & 1
+        while not qempty[b].ready((k >> 1) - 1):
+            yield
+        assert not q_readers[b], "Q buffer overwritten while read"
+        qbuf[b] = "end"
+        qfull[b].arrive()
 
     def consumer(w):
-        n = R = 0
-        for k, (runs, touched) in enumerate(items):
+        n = R = k = 0
+        while True:
             b = k & 1
             while not qfull[b].ready(k >> 1):
                 yield
+            if qbuf[b] == "end":  # the task names the item; the consumer never counts them
+                break
             assert qbuf[b] == k
+            runs, touched = items[qbuf[b]]
             q_readers[b].add(w)
             order = [(li, ls) for li, nsub in enumerate(runs) for ls in range(nsub)]
             state = {"pos": 0, "pending": None}
@@ -134,6 +145,7 @@ def run_case(seed, old=False):
             assert qbuf[b] == k
             q_readers[b].discard(w)
             qempty[b].arrive()
+            k += 1
 
     alive = [producer()] + [consumer(w) for w in range(wgs)]
     last, idle = Barrier.arrivals, 0
