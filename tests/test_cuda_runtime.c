@@ -302,7 +302,8 @@ static void test_kernel_choice(void) {
    * tables + their spans (16 bytes per stage and producer warp) + two buffers of row ids +
    * two task records (48 bytes each). */
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 +
-                                         3 * 128 * (2 * 16 + 4) + 3 * 4 * 16 + 2 * 128 * 4 + 2 * 48);
+                                         3 * 128 * (2 * 16 + 4) + 3 * 4 * 16 + 2 * 128 * 4 +
+                                         2 * 48);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2); /* 2 x 89 KB fit 228 KB */
