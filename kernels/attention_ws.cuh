@@ -402,7 +402,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     uint32_t a[SPLAT_KT / 16][4]; /* P of the pending sub-tile (stage pst), in 16 bits */
     int pst = 0;
 
-    /* O += P V of the pending sub-tile: its k16 steps on stage pst's V. */
+    /* O += P V of the pending sub-tile: its k16 steps on the V of stage ST (a splat_const). */
     auto issue_pv_at = [&](auto ST) {
 #pragma unroll
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
@@ -560,15 +560,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     }
 
     /* O / l and the log-sum-exp, to the original rows. */
+    const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
     if (slot >= 0) {
-      const int4 tc = sTask[qb].c;
       splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, rb, r0, nrows, t);
     } else if (P.pass == 0 && out_vec) {
-      const int4 tc = sTask[qb].c;
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow,
                             sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw, warp, lane, nrows);
     } else {
-      const int4 tc = sTask[qb].c;
       splat_attn_store<SPLAT_NO>(P, o, m, l, tc.x, tc.y, sRow, r0, nrows, t);
     }
     splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
