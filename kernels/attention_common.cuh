@@ -180,66 +180,95 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
   splat_attn_rescale<NO>(o, alpha);
 }
 
-/* O / l (zeros for rows without entries) to the original rows sRow[r] of the block's
- * rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
+/* Pass 2 of a two-pass plan: pulls the pass-1 results of block rows r0, r0 + 8 (below
+ * nrows; original rows row[0], row[1]) towards L2 at the item's start, so splat_attn_store's
+ * loads of them do not wait on DRAM. A quad's threads take the row's 128-byte lines in turn. */
+SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_t b, int64_t h,
+                                         const int (&row)[2], int r0, int nrows, int t) {
+  if (P.pass != 2) return;
+  constexpr int BYTES = (SPLAT_HEAD_DIM + 2) * 4, LINES = (BYTES + 127) / 128 + 1;
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const int r = r0 + 8 * hf;
+    if (r >= nrows) continue;
+    const char *part = (const char *)(P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) *
+                                                      (SPLAT_HEAD_DIM + 2));
+#pragma unroll
+    for (int i = t; i < LINES; i += 4)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(part + min(128 * i, BYTES - 4)));
+  }
+}
+
+/* O / l (zeros for rows without entries) to the original rows row[0], row[1] of the
+ * block's rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
  * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
  * plans (P.pass): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges them in:
- * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). */
-template <int NO>
+ * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
+ * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
+ * could alias them for all the compiler knows: loads interleaved with stores would wait a
+ * memory round trip per column pair); splat_attn_prefetch_prior has brought them to L2. */
+template <int NO, int PC = 4>
 SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
-                                const int *sRow, int r0, int nrows, int t) {
+                                const int (&row)[2], int r0, int nrows, int t) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = r0 + 8 * hf;
     if (r < nrows) {
-      float *prior = nullptr; /* pass 2: pass 1's row */
       float w = 1.f, w1 = 0.f;
-      if (P.pass) {
-        float *row =
-            P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + sRow[r]) * (SPLAT_HEAD_DIM + 2);
-        if (P.pass == 1) {
+      if (P.pass == 1) {
+        float *part =
+            P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2);
 #pragma unroll
-          for (int j = 0; j < NO / 4; j++) {
-            const int d = 8 * j + 2 * t;
-            if (d < SPLAT_HEAD_DIM)
-              *(float2 *)(row + d) = make_float2(o[4 * j + 2 * hf], o[4 * j + 2 * hf + 1]);
-          }
-          if (t == 0) *(float2 *)(row + SPLAT_HEAD_DIM) = make_float2(mx, lt);
-          continue;
+        for (int j = 0; j < NO / 4; j++) {
+          const int d = 8 * j + 2 * t;
+          if (d < SPLAT_HEAD_DIM)
+            *(float2 *)(part + d) = make_float2(o[4 * j + 2 * hf], o[4 * j + 2 * hf + 1]);
         }
-        const float2 ml = *(const float2 *)(row + SPLAT_HEAD_DIM);
+        if (t == 0) *(float2 *)(part + SPLAT_HEAD_DIM) = make_float2(mx, lt);
+        continue;
+      }
+      const float *prior = nullptr; /* pass 2: pass 1's row */
+      if (P.pass == 2) {
+        prior =
+            P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2);
+        const float2 ml = *(const float2 *)(prior + SPLAT_HEAD_DIM);
         const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
         w = splat_ex2(mx - base);
         w1 = splat_ex2(ml.x - base);
         lt = lt * w + ml.y * w1;
         mx = M;
-        prior = row;
       }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
-      const int64_t oo = splat_off(P.out, b, h, sRow[r]);
+      const int64_t oo = splat_off(P.out, b, h, row[hf]);
       const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+      /* Column pairs in groups of PC (registers allowing), a group's pass-1 columns loaded
+       * before its stores. */
 #pragma unroll
-      for (int j = 0; j < NO / 4; j++) {
-        const int d = 8 * j + 2 * t;
-        float x0 = o[4 * j + 2 * hf] * w, x1 = o[4 * j + 2 * hf + 1] * w;
-        if (prior && d < SPLAT_HEAD_DIM) {
-          const float2 p1 = *(const float2 *)(prior + d);
-          x0 += p1.x * w1;
-          x1 += p1.y * w1;
+      for (int j0 = 0; j0 < NO / 4; j0 += PC) {
+        float2 p1[PC];
+#pragma unroll
+        for (int j = 0; j < PC; j++) {
+          const int d = 8 * (j0 + j) + 2 * t;
+          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM ? *(const float2 *)(prior + d)
+                                                                 : make_float2(0.f, 0.f);
         }
-        x0 *= inv;
-        x1 *= inv;
-        if (pair && d + 1 < SPLAT_HEAD_DIM) {
-          *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
-        } else {
-          if (d < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
-          if (d + 1 < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
+#pragma unroll
+        for (int j = 0; j < PC && j0 + j < NO / 4; j++) {
+          const int d = 8 * (j0 + j) + 2 * t, c = 4 * (j0 + j) + 2 * hf;
+          const float x0 = (o[c] * w + p1[j].x * w1) * inv, x1 = (o[c + 1] * w + p1[j].y * w1) * inv;
+          if (pair && d + 1 < SPLAT_HEAD_DIM) {
+            *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
+          } else {
+            if (d < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
+            if (d + 1 < SPLAT_HEAD_DIM)
+              splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
+          }
         }
       }
       if (P.lse.data && t == 0) {
-        ((float *)P.lse.data)[splat_off(P.lse, b, h, sRow[r])] =
+        ((float *)P.lse.data)[splat_off(P.lse, b, h, row[hf])] =
             lt > 0.f ? (mx + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
       }
     }

@@ -202,7 +202,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     if (warp_active && slot >= 0) {
       splat_attn_store_part<SPLAT_DP / 2>(P, o, m, l, slot, bh, rb, 16 * warp + g, nrows, t);
     } else if (warp_active) {
-      splat_attn_store<SPLAT_DP / 2>(P, o, m, l, b, h, sRow, 16 * warp + g, nrows, t);
+      const int r = 16 * warp + g;
+      splat_attn_store<SPLAT_DP / 2>(P, o, m, l, b, h, {sRow[r], sRow[r + 8]}, r, nrows, t);
     }
   }
 }

@@ -178,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     if (slot >= 0) {
       splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, bh, rb, r0, nrows, t);
     } else {
-      splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, sRow, r0, nrows, t);
+      splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, {sRow[r0], sRow[r0 + 8]}, r0, nrows, t);
     }
   }
 }

@@ -394,6 +394,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     if (nrows <= 0) break; /* the producer's end of the walk */
     const int slot = ta.w; /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
+    if (P.pass == 2)
+      splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
+                                nrows, t);
 
     float o[SPLAT_NO];
 #pragma unroll
@@ -559,17 +562,25 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
     }
 
-    /* O / l and the log-sum-exp, to the original rows. */
+    /* O / l and the log-sum-exp, to the original rows. Only the staged epilogue needs the
+     * Q buffer: the others hand it (and its row ids and task) back to the producer first,
+     * which can then load item k + 2 while they store. */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
-    if (slot >= 0) {
-      splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, rb, r0, nrows, t);
-    } else if (P.pass == 0 && out_vec) {
+    if (slot < 0 && P.pass == 0 && out_vec) {
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow,
                             sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw, warp, lane, nrows);
+      splat_mbar_arrive(&qempty[qb]);
     } else {
-      splat_attn_store<SPLAT_NO>(P, o, m, l, tc.x, tc.y, sRow, r0, nrows, t);
+      const int row[2] = {sRow[r0], sRow[r0 + 8]};
+      splat_mbar_arrive(&qempty[qb]);
+      if (slot >= 0) {
+        splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, rb, r0, nrows, t);
+      } else {
+        /* One consumer warpgroup has 128 registers a thread: its pass 2 loads a pair at a time. */
+        splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1)>(P, o, m, l, tc.x, tc.y, row, r0,
+                                                             nrows, t);
+      }
     }
-    splat_mbar_arrive(&qempty[qb]); /* Q and the row ids of buffer qb are free */
     R += (uint32_t)nruns;
     k++;
   }
