@@ -21,7 +21,8 @@ runs, in one process on the same inputs:
            SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass), SPLAT_ATTN_KT=64
            (64-key sub-tiles at head_dim 64)
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
-and strided against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
+and strided against the window with the same nnz, run beside them and left out of the
+geomean, and against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
 
 Every mask_mod is checked against splat's own expansion of its spec (dense at seq 1000,
 sampled rows at the case's seq); a case whose mask disagrees is not reported. splat's
@@ -665,7 +666,8 @@ def json_line(case, meta: dict) -> str:
     row = dict(meta)
     row.update({k: case[k] for k in ("spec", "seq", "batch", "heads", "head_dim", "nnz", "density")})
     row["dtype"] = str(case["dtype"]).replace("torch.", "")
-    for key in ("input_sets", "refused", "flagged", "splat_plan_ms", "splat_plan_again_ms",
+    for key in ("input_sets", "refused", "flagged", "same_nnz_window", "comparator_of", "splat_plan_ms",
+                "splat_plan_again_ms",
                 "splat_kernels_compiled", "flex_mask_ms", "flex_mask_first_ms", "flex_mask_build"):
         if key in case:
             row[key] = case[key]
@@ -694,13 +696,15 @@ def print_summary(cases: List[dict], skipped: List[str]) -> None:
               f"{fmt(peer_tflops(c, 'splat'), '.1f', 10)} {fmt(peer_tflops(c, 'flex'), '.1f', 9)} "
               f"{fmt(p.get('sdpa', {}).get('ms'), '.3f', 9)} {mark}")
     print(FORMULA)
-    ratios = [(speedup(c), c) for c in cases if speedup(c) and not c.get("flagged")]
+    ratios = [(speedup(c), c) for c in cases
+              if speedup(c) and not c.get("flagged") and not c.get("comparator_of")]
     if ratios:
         geo = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
         worst, wc = min(ratios, key=lambda rc: rc[0])
         slower = sum(r < 1 for r, _ in ratios)
         print(f"geomean speedup over FlexAttention: {geo:.2f}x over {len(ratios)} cases; min {worst:.2f}x "
-              f"({wc['spec']} seq {wc['seq']} d {wc['head_dim']}); {slower} cases slower than FlexAttention")
+              f"({wc['spec']} seq {wc['seq']} d {wc['head_dim']}); {slower} cases slower than FlexAttention"
+              + (" (same-nnz window comparators not counted)" if any(c.get("comparator_of") for c in cases) else ""))
     flagged = [c for c in cases if c.get("flagged")]
     if flagged:
         print(f"flagged (excluded): {', '.join(case_title(c) for c in flagged)}")
@@ -709,10 +713,28 @@ def print_summary(cases: List[dict], skipped: List[str]) -> None:
         print(f"not run (time budget or refused masks): {len(skipped)} cases: {'; '.join(skipped)}")
 
 
+def window_nnz(w: int, seq: int) -> int:
+    """Entries of window(w) over seq x seq: |i - j| <= w."""
+    w = min(w, seq - 1)
+    return seq * (2 * w + 1) - w * (w + 1)
+
+
+def same_nnz_window(spec: str, seq: int) -> Optional[str]:
+    """For a dilated or strided spec, the window(w) whose entries at seq come closest to
+    its own (TARGETS item 3 compares their useful TFLOP/s); None for other specs."""
+    if "dilated" not in spec and "strided" not in spec:
+        return None
+    nnz = int(splat.Pattern(spec, seq).report()["nnz"])
+    w = min(range(seq), key=lambda w: abs(window_nnz(w, seq) - nnz))
+    return f"window({w})"
+
+
 def print_relative(cases: List[dict]) -> None:
     """TARGETS items: window at >= 60% of dense SDPA's TFLOP/s; dilated / strided at
-    >= 80% of window(256)'s useful TFLOP/s at the same seq and head_dim."""
+    >= 80% of the useful TFLOP/s of the window with the same nnz (same_nnz_window, run
+    beside them) at the same seq and head_dim; window(256)'s figure too, for reference."""
     window = {(c["seq"], c["head_dim"]): c for c in cases if c["spec"] == "window(256)"}
+    by_spec = {(c["spec"], c["seq"], c["head_dim"]): c for c in cases}
     lines = []
     for (seq, d), c in sorted(window.items()):
         s, dense = peer_tflops(c, "splat"), peer_tflops(c, "sdpa")
@@ -720,16 +742,23 @@ def print_relative(cases: List[dict]) -> None:
             lines.append(f"  window(256) seq {seq} d {d}: splat {s:.1f} TFLOP/s = {100 * s / dense:.0f}% of dense "
                          f"flash SDPA ({dense:.1f})")
     for c in cases:
-        w = window.get((c["seq"], c["head_dim"]))
-        if w is None or not ("dilated" in c["spec"] or "strided" in c["spec"]):
+        if not ("dilated" in c["spec"] or "strided" in c["spec"]):
             continue
-        rel = [(peer, peer_tflops(c, peer), peer_tflops(w, peer)) for peer in ("splat", "flex")]
-        parts = [f"{peer} {100 * a / b:.0f}%" for peer, a, b in rel if a and b]
+        refs = [(c.get("same_nnz_window"), "same nnz"), ("window(256)", None)]
+        parts = []
+        for ref, why in refs:
+            w = by_spec.get((ref, c["seq"], c["head_dim"]))
+            if w is None or (why is None and ref == refs[0][0]):
+                continue
+            rel = [f"{peer} {100 * a / b:.0f}%" for peer in ("splat", "flex")
+                   for a, b in [(peer_tflops(c, peer), peer_tflops(w, peer))] if a and b]
+            if rel:
+                parts.append(f"vs {ref}{' (' + why + ')' if why else ''}: " + ", ".join(rel))
         if parts:
-            lines.append(f"  {c['spec']} seq {c['seq']} d {c['head_dim']}: useful TFLOP/s vs window(256): "
-                         + ", ".join(parts))
+            lines.append(f"  {c['spec']} seq {c['seq']} d {c['head_dim']}: useful TFLOP/s " + "; ".join(parts))
     if lines:
-        print("relative useful TFLOP/s (targets: window >= 60% of dense SDPA, dilated/strided >= 80% of window):")
+        print("relative useful TFLOP/s (targets: window >= 60% of dense SDPA, dilated/strided >= 80% of the "
+              "window with the same nnz):")
         print("\n".join(lines))
 
 
@@ -805,6 +834,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--head-dims", type=int_list, help="comma-separated head dims (default 64,128)")
     ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="input dtype (default bf16)")
     ap.add_argument("--quick", action="store_true", help="seq 4096 only (head_dim 64 and 128)")
+    ap.add_argument("--no-same-nnz", action="store_true",
+                    help="do not run the same-nnz window beside each dilated / strided case")
     ap.add_argument("--peers", default=",".join(PEERS),
                     help=f"comma-separated subset of {','.join(PEERS + EXTRA_PEERS)} (default: all but {','.join(EXTRA_PEERS)})")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls after the first (compiling) call")
@@ -878,7 +909,8 @@ def cases_from_json(paths: str) -> List[dict]:
         for line in open(path.strip()):
             row = json.loads(line)
             case = {k: v for k, v in row.items() if not any(k.startswith(p + "_") for p in PEERS + EXTRA_PEERS)
-                    or k in ("splat_plan_ms", "splat_plan_again_ms", "splat_kernels_compiled", "flex_mask_ms",
+                    or k in ("same_nnz_window", "comparator_of", "splat_plan_ms", "splat_plan_again_ms",
+                             "splat_kernels_compiled", "flex_mask_ms",
                              "flex_mask_first_ms", "flex_mask_build")}
             case["peers"] = {}
             for peer in PEERS + EXTRA_PEERS:
@@ -908,22 +940,36 @@ def main(argv: Optional[List[str]] = None) -> int:
             refused[spec] = why
     ctx = Context(torch, args)
     print(f"L2 {ctx.l2_bytes / 2**20:.0f} MiB; peers {','.join(args.peers)}; tolerance {TOLERANCE:g}", flush=True)
-    plan = [(seq, d, spec) for seq in args.seqs for d in args.head_dims for spec in args.specs]
+    plan = [(seq, d, spec, None) for seq in args.seqs for d in args.head_dims for spec in args.specs]
+    if not args.no_same_nnz:
+        # Each dilated / strided case's same-nnz window right after it, unless in the suite.
+        with_refs = []
+        for seq, d, spec, _ in plan:
+            with_refs.append((seq, d, spec, None))
+            ref = same_nnz_window(spec, seq) if spec not in refused else None
+            if ref and ref not in args.specs:
+                with_refs.append((seq, d, ref, spec))
+        plan = with_refs
     cases, skipped = [], [f"{spec} (mask_mod disagrees)" for spec in refused]
     t_start = time.perf_counter()
     json_file = open(args.json, "a") if args.json else None
     with torch.no_grad():
-        for n, (seq, d, spec) in enumerate(plan, 1):
+        for n, (seq, d, spec, comparator_of) in enumerate(plan, 1):
             if spec in refused:
                 continue
             elapsed = time.perf_counter() - t_start
             if args.time_budget_s and elapsed > args.time_budget_s:
-                skipped += [f"{s} seq {q} d {h}" for q, h, s in plan[n - 1 :] if s not in refused]
+                skipped += [f"{s} seq {q} d {h}" for q, h, s, _ in plan[n - 1 :] if s not in refused]
                 print(f"\ntime budget of {args.time_budget_s:.0f} s spent: {len(plan) - n + 1} cases not run")
                 break
             print(f"\n== [{n}/{len(plan)}] {spec}  seq {seq}  d {d}", flush=True)
             t_case = time.perf_counter()
             case = run_case(ctx, spec, seq, d, dtype, args.peers)
+            if comparator_of:
+                case["comparator_of"] = comparator_of
+            same = same_nnz_window(spec, seq)
+            if same:
+                case["same_nnz_window"] = same
             print_case(case, time.perf_counter() - t_case, time.perf_counter() - t_start)
             cases.append(case)
             if json_file:
