@@ -744,16 +744,15 @@ def print_relative(cases: List[dict]) -> None:
     for c in cases:
         if not ("dilated" in c["spec"] or "strided" in c["spec"]):
             continue
-        refs = [(c.get("same_nnz_window"), "same nnz"), ("window(256)", None)]
+        same = c.get("same_nnz_window")
+        refs = ([(same, " (same nnz)")] if same else []) + ([("window(256)", "")] if same != "window(256)" else [])
         parts = []
-        for ref, why in refs:
+        for ref, label in refs:
             w = by_spec.get((ref, c["seq"], c["head_dim"]))
-            if w is None or (why is None and ref == refs[0][0]):
-                continue
-            rel = [f"{peer} {100 * a / b:.0f}%" for peer in ("splat", "flex")
-                   for a, b in [(peer_tflops(c, peer), peer_tflops(w, peer))] if a and b]
+            rel = [f"{peer} {100 * peer_tflops(c, peer) / peer_tflops(w, peer):.0f}%" for peer in ("splat", "flex")
+                   if w is not None and peer_tflops(c, peer) and peer_tflops(w, peer)]
             if rel:
-                parts.append(f"vs {ref}{' (' + why + ')' if why else ''}: " + ", ".join(rel))
+                parts.append(f"vs {ref}{label}: " + ", ".join(rel))
         if parts:
             lines.append(f"  {c['spec']} seq {c['seq']} d {c['head_dim']}: useful TFLOP/s " + "; ".join(parts))
     if lines:
@@ -940,26 +939,26 @@ def main(argv: Optional[List[str]] = None) -> int:
             refused[spec] = why
     ctx = Context(torch, args)
     print(f"L2 {ctx.l2_bytes / 2**20:.0f} MiB; peers {','.join(args.peers)}; tolerance {TOLERANCE:g}", flush=True)
-    plan = [(seq, d, spec, None) for seq in args.seqs for d in args.head_dims for spec in args.specs]
-    if not args.no_same_nnz:
-        # Each dilated / strided case's same-nnz window right after it, unless in the suite.
-        with_refs = []
-        for seq, d, spec, _ in plan:
-            with_refs.append((seq, d, spec, None))
-            ref = same_nnz_window(spec, seq) if spec not in refused else None
-            if ref and ref not in args.specs:
-                with_refs.append((seq, d, ref, spec))
-        plan = with_refs
+    # (seq, head_dim, spec, the case it is the same-nnz window of, its own same-nnz window):
+    # each dilated / strided case's same-nnz window runs right after it, unless in the suite.
+    plan = []
+    for seq in args.seqs:
+        for d in args.head_dims:
+            for spec in args.specs:
+                same = same_nnz_window(spec, seq) if spec not in refused else None
+                plan.append((seq, d, spec, None, same))
+                if same and same not in args.specs and not args.no_same_nnz:
+                    plan.append((seq, d, same, spec, None))
     cases, skipped = [], [f"{spec} (mask_mod disagrees)" for spec in refused]
     t_start = time.perf_counter()
     json_file = open(args.json, "a") if args.json else None
     with torch.no_grad():
-        for n, (seq, d, spec, comparator_of) in enumerate(plan, 1):
+        for n, (seq, d, spec, comparator_of, same) in enumerate(plan, 1):
             if spec in refused:
                 continue
             elapsed = time.perf_counter() - t_start
             if args.time_budget_s and elapsed > args.time_budget_s:
-                skipped += [f"{s} seq {q} d {h}" for q, h, s, _ in plan[n - 1 :] if s not in refused]
+                skipped += [f"{s} seq {q} d {h}" for q, h, s, _, _ in plan[n - 1 :] if s not in refused]
                 print(f"\ntime budget of {args.time_budget_s:.0f} s spent: {len(plan) - n + 1} cases not run")
                 break
             print(f"\n== [{n}/{len(plan)}] {spec}  seq {seq}  d {d}", flush=True)
@@ -967,7 +966,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             case = run_case(ctx, spec, seq, d, dtype, args.peers)
             if comparator_of:
                 case["comparator_of"] = comparator_of
-            same = same_nnz_window(spec, seq)
             if same:
                 case["same_nnz_window"] = same
             print_case(case, time.perf_counter() - t_case, time.perf_counter() - t_start)
