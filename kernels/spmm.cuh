@@ -74,7 +74,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 #define SPLAT_TQ (16 * SPLAT_WARPS)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
-#define SPLAT_PCH ((SPLAT_KT / 8 + 8) / 8) /* 16-byte P chunks per lane and row piece */
+#define SPLAT_PCR (SPLAT_KT / 8)        /* 16-byte P chunks per sub-tile row */
+#define SPLAT_PIT (16 * SPLAT_PCR / 32) /* P chunks per lane and sub-tile */
+/* P items loaded before the wait for V (their words stay in registers across it): all of
+ * them up to head_dim 64, half with the larger accumulator of head_dim 128. */
+#define SPLAT_PPRE (SPLAT_DP > 64 ? SPLAT_PIT / 2 : SPLAT_PIT)
+static_assert(SPLAT_PIT >= 1 && SPLAT_PIT <= 4 && 32 % SPLAT_PCR == 0,
+              "the P items of a lane keep their state in 16 bits each of one 64-bit word");
 /* 3 CTAs per SM (168 registers): d128 fits 3 in shared memory too; 4 would spill. */
 #define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : 3)
 
@@ -96,6 +102,71 @@ SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run
       [&](int kk, int ch) { return stage + kk * SPLAT_LDV + ch * 8; });
 }
 
+/* The sub-tile's P slice where the values are V's 16-bit dtype in contiguous rows with a
+ * 4-byte aligned base: a lane item is 8 columns c8 .. c8 + 7 of tile row r. Finds the
+ * first interval of the row's table (for the run) that meets them and loads its values
+ * there as 4-byte words into w (zeros on entry; 5 words, as the first value may sit in a
+ * word's high half). A word whose other half is outside the interval's values is read as
+ * the one 16-bit half it needs, so no entry outside M(i) is read. prow: the row's values
+ * (device). Returns the item's state for splat_spmm_p_store: bit 0 the words' parity,
+ * bits 1-3 and 4-6 the first and last column the interval covers, bits 8.. the interval
+ * + 1 (0: none). */
+SPLAT_DEV int splat_spmm_p_load(const splat_ival *iv_rows, const int *niv_rows, int r, int c8,
+                                int32_t g0, const uint16_t *prow, uint32_t (&w)[5]) {
+  const int niv = niv_rows[r];
+  for (int q = 0; q < niv; q++) {
+    const int4 v = *(const int4 *)(iv_rows + r * SPLAT_MAX_SEGS + q);
+    const int32_t lo = max(v.x, g0 + c8), hi = min(v.y, g0 + c8 + 7);
+    if (lo > hi) continue;
+    const int clo = lo - g0 - c8, chi = hi - g0 - c8;
+    const int32_t e0 = v.z - v.x + g0 + c8, vmax = v.z + (v.y - v.x); /* value indices */
+    const int par = (int)((((unsigned long long)prow >> 1) + (unsigned)e0) & 1u);
+#pragma unroll
+    for (int k = 0; k < 5; k++) {
+      const int c0 = 2 * k - par; /* the column in word k's low half */
+      const bool n0 = c0 >= clo && c0 <= chi, n1 = c0 + 1 >= clo && c0 + 1 <= chi;
+      const int32_t e = e0 + c0;
+      if (n0 || n1) {
+        if (e >= v.z && e + 1 <= vmax) {
+          w[k] = *(const uint32_t *)(prow + e);
+        } else {
+          w[k] = n0 ? (uint32_t)prow[e] : (uint32_t)prow[e + 1] << 16;
+        }
+      }
+    }
+    return par | clo << 1 | chi << 4 | (q + 1) << 8;
+  }
+  return 0;
+}
+
+/* Writes splat_spmm_p_load's item to dst (shared, 8 values, 16-byte aligned): its words
+ * shifted to the columns, zeros outside the interval, then any later interval of the
+ * row that meets the same columns value by value (rare: a gap inside 8 columns). */
+SPLAT_DEV void splat_spmm_p_store(const splat_ival *iv_rows, const int *niv_rows, int r, int c8,
+                                  int32_t g0, const uint16_t *prow, const uint32_t (&w)[5],
+                                  int meta, uint16_t *dst) {
+  const int par = meta & 1, clo = (meta >> 1) & 7, chi = (meta >> 4) & 7, q = (meta >> 8) - 1;
+  if (q < 0) {
+    *(uint4 *)dst = make_uint4(0u, 0u, 0u, 0u);
+    return;
+  }
+  uint32_t o[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const uint32_t x = par ? __funnelshift_r(w[j], w[j + 1], 16) : w[j];
+    const uint32_t m = (2 * j >= clo && 2 * j <= chi ? 0xffffu : 0u) |
+                       (2 * j + 1 >= clo && 2 * j + 1 <= chi ? 0xffff0000u : 0u);
+    o[j] = x & m;
+  }
+  *(uint4 *)dst = make_uint4(o[0], o[1], o[2], o[3]);
+  const int niv = niv_rows[r];
+  for (int q2 = q + 1; q2 < niv; q2++) {
+    const int4 v = *(const int4 *)(iv_rows + r * SPLAT_MAX_SEGS + q2);
+    const int32_t lo = max(v.x, g0 + c8), hi = min(v.y, g0 + c8 + 7);
+    for (int32_t g = lo; g <= hi; g++) dst[g - g0 - c8] = prow[v.z + (g - v.x)];
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_SPMM_TILE_NAME(const splat_spmm_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
@@ -114,9 +185,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int64_t BH = P.shape.batch * P.shape.heads;
   const bool warp_active = 16 * warp < nrows;
   const int r0 = 16 * warp + (lane >> 2), r1 = r0 + 8;
-  /* P rows by 16-byte loads: same dtype as V, contiguous, 16-byte aligned base. */
+  /* P rows by 4-byte words (splat_spmm_p_load): same dtype as V, contiguous, 4-byte
+   * aligned base. */
   const bool vec =
-      SPLAT_PDT == SPLAT_DT && P.probs.s3 == 1 && (((unsigned long long)P.probs.data) & 15) == 0;
+      SPLAT_PDT == SPLAT_DT && P.probs.s3 == 1 && (((unsigned long long)P.probs.data) & 3) == 0;
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   uint16_t *wp = sP + 16 * warp * SPLAT_LDP; /* this warp's 16 x KT slice of P */
 
@@ -129,6 +201,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     for (int j = 0; j < SPLAT_DP / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with the tables */
+    /* The values of (b, h), and of row r (of the tile) in them, for the P items. */
+    const uint16_t *pbh = (const uint16_t *)P.probs.data + b * P.probs.s0 + h * P.probs.s1;
+    auto prow = [&](int r) { return pbh + (int64_t)sRow[r] * P.probs.s2; };
     /* One pipeline over the key sub-tiles of all runs (see sddmm.cuh). */
     splat_pipe pipe = {0, 0, 0};
     auto issue = [&]() {
@@ -148,102 +223,61 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
       const int32_t g0 = run.base + cs * SPLAT_KT;
       const int tb = ci % SPLAT_STAGES;
-      /* P loads for this sub-tile go out before waiting for V: each row's first interval
-       * piece in the sub-tile, 8 lanes per row, 4 rows per pass, by 16-byte chunks of the
-       * row's contiguous value entries (element by element in partial chunks). */
-      uint4 buf[4][SPLAT_PCH];
-      int64_t pd0[4];
-      int plen[4], psrc[4], pq[4];
+      /* P loads for this sub-tile (splat_spmm_p_load): the first SPLAT_PPRE items' go out
+       * before waiting for V, the others' after it; then the slice is assembled
+       * (splat_spmm_p_store). */
+      uint32_t pw[SPLAT_PIT][5];
+      uint64_t pmeta = 0; /* 16 bits an item */
+      auto p_load = [&](int pi) {
+        const int r = 16 * warp + (pi * 32 + lane) / SPLAT_PCR;
 #pragma unroll
-      for (int pass = 0; pass < 4; pass++) {
-        const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
-        plen[pass] = 0;
-        pq[pass] = -1;
-        pd0[pass] = 0;
-        psrc[pass] = 0;
-        if (warp_active && r < nrows) {
-          const int niv = sNiv[tb * SPLAT_TQ + r];
-          const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-          for (int q = 0; q < niv; q++) {
-            int32_t a, x;
-            const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
-            if (len > 0) {
-              plen[pass] = len;
-              pq[pass] = q;
-              pd0[pass] = splat_off(P.probs, b, h, sRow[r]) + x;
-              psrc[pass] = rl * SPLAT_LDP + (a - g0);
-              break;
-            }
-          }
+        for (int k = 0; k < 5; k++) pw[pi][k] = 0u;
+        if (r < nrows) {
+          pmeta |= (uint64_t)splat_spmm_p_load(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
+                                               sNiv + tb * SPLAT_TQ, r, (lane % SPLAT_PCR) * 8, g0,
+                                               prow(r), pw[pi])
+                   << (16 * pi);
         }
-        if (!vec) plen[pass] = 0;
-        const int64_t d0 = pd0[pass], d1 = d0 + plen[pass];
-        const uint16_t *pp = (const uint16_t *)P.probs.data;
+      };
+      if (vec && warp_active) {
 #pragma unroll
-        for (int k = 0; k < SPLAT_PCH; k++) {
-          const int64_t e0 = ((d0 >> 3) + sub + 8 * k) << 3;
-          uint4 v = make_uint4(0u, 0u, 0u, 0u);
-          if (e0 < d1) {
-            if (e0 >= d0 && e0 + 8 <= d1) {
-              v = *(const uint4 *)(pp + e0);
-            } else {
-              uint32_t w[4];
-#pragma unroll
-              for (int e = 0; e < 4; e++) {
-                const int64_t x0 = e0 + 2 * e, x1 = x0 + 1;
-                const uint32_t lo = x0 >= d0 && x0 < d1 ? pp[x0] : 0u;
-                const uint32_t hi = x1 >= d0 && x1 < d1 ? pp[x1] : 0u;
-                w[e] = lo | (hi << 16);
-              }
-              v = make_uint4(w[0], w[1], w[2], w[3]);
-            }
-          }
-          buf[pass][k] = v;
-        }
+        for (int pi = 0; pi < SPLAT_PPRE; pi++) p_load(pi);
       }
       splat_cp_async_wait<SPLAT_STAGES - 1>();
       __syncthreads(); /* stage `it` is in */
       if (warp_active) {
-        /* Zeros, then the pieces: entries outside the row's intervals stay 0. */
-        for (int c = lane; c < 16 * (SPLAT_KT / 8); c += 32) {
-          *(uint4 *)(wp + (c / (SPLAT_KT / 8)) * SPLAT_LDP + (c % (SPLAT_KT / 8)) * 8) =
-              make_uint4(0u, 0u, 0u, 0u);
-        }
-        __syncwarp();
+        if (vec) {
 #pragma unroll
-        for (int pass = 0; pass < 4; pass++) {
-          const int64_t d0 = pd0[pass], d1 = d0 + plen[pass];
+          for (int pi = SPLAT_PPRE; pi < SPLAT_PIT; pi++) p_load(pi);
 #pragma unroll
-          for (int k = 0; k < SPLAT_PCH; k++) {
-            const int64_t e0 = ((d0 >> 3) + sub + 8 * k) << 3;
-            if (e0 < d1) {
-              const uint32_t w[4] = {buf[pass][k].x, buf[pass][k].y, buf[pass][k].z,
-                                     buf[pass][k].w};
-#pragma unroll
-              for (int e = 0; e < 8; e++) {
-                const int64_t x = e0 + e;
-                if (x >= d0 && x < d1)
-                  wp[psrc[pass] + (int)(x - d0)] = (uint16_t)(w[e >> 1] >> (16 * (e & 1)));
-              }
-            }
+          for (int pi = 0; pi < SPLAT_PIT; pi++) {
+            const int rl = (pi * 32 + lane) / SPLAT_PCR, c8 = (lane % SPLAT_PCR) * 8;
+            splat_spmm_p_store(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
+                               16 * warp + rl, c8, g0, prow(16 * warp + rl), pw[pi],
+                               (int)(pmeta >> (16 * pi)) & 0xffff, wp + rl * SPLAT_LDP + c8);
           }
-        }
-        /* Other pieces (a row with two intervals in one sub-tile), and every piece when
-         * the values are not 16-byte loadable: element by element. */
+        } else {
+          /* Any dtype or layout: zeros, then every piece element by element. */
+          for (int c = lane; c < 16 * (SPLAT_KT / 8); c += 32) {
+            *(uint4 *)(wp + (c / (SPLAT_KT / 8)) * SPLAT_LDP + (c % (SPLAT_KT / 8)) * 8) =
+                make_uint4(0u, 0u, 0u, 0u);
+          }
+          __syncwarp();
 #pragma unroll
-        for (int pass = 0; pass < 4; pass++) {
-          const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
-          if (r < nrows && (!vec || pq[pass] >= 0)) {
-            const int niv = sNiv[tb * SPLAT_TQ + r];
-            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            const int64_t po = splat_off(P.probs, b, h, sRow[r]);
-            for (int q = vec ? pq[pass] + 1 : 0; q < niv; q++) {
-              int32_t a, x;
-              const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
-              for (int k2 = sub; k2 < len; k2 += 8) {
-                const float pv =
-                    splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
-                wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_to16<SPLAT_DT>(pv);
+          for (int pass = 0; pass < 4; pass++) {
+            const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
+            if (r < nrows) {
+              const int niv = sNiv[tb * SPLAT_TQ + r];
+              const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+              const int64_t po = splat_off(P.probs, b, h, sRow[r]);
+              for (int q = 0; q < niv; q++) {
+                int32_t a, x;
+                const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
+                for (int k2 = sub; k2 < len; k2 += 8) {
+                  const float pv =
+                      splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
+                  wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_to16<SPLAT_DT>(pv);
+                }
               }
             }
           }
