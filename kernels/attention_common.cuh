@@ -53,17 +53,18 @@ SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const i
     const int r = r0 + 8 * hf;
     const int n = niv[r];
     const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
-    uint32_t keep = 0u; /* bit 16 e + j: entry (j, e) is in an interval */
+    uint32_t keep = 0u;      /* bit 16 e + j: entry (j, e) is in an interval */
     auto add = [&](int2 v) { /* lo, hi */
-      const int32_t lo = v.x - c0, hi = v.y - c0; /* relative to the thread's first key */
+                             const int32_t lo = v.x - c0,
+                                           hi = v.y - c0; /* relative to the thread's first key */
 #pragma unroll
-      for (int e = 0; e < 2; e++) {
-        /* lo <= 8 j + e <= hi: j from ceil((lo - e) / 8) to floor((hi - e) / 8), clamped to
-         * [0, NJ) (arithmetic shifts round towards -inf). */
-        const int32_t jlo = max((lo - e + 7) >> 3, 0);
-        const int32_t jend = min(((hi - e) >> 3) + 1, NJ);
-        keep |= splat_bit_range(16 * e + min(jlo, NJ), max(jend - jlo, 0));
-      }
+                             for (int e = 0; e < 2; e++) {
+                               /* lo <= 8 j + e <= hi: j from ceil((lo - e) / 8) to floor((hi - e) /
+                                * 8), clamped to [0, NJ) (arithmetic shifts round towards -inf). */
+                               const int32_t jlo = max((lo - e + 7) >> 3, 0);
+                               const int32_t jend = min(((hi - e) >> 3) + 1, NJ);
+                               keep |= splat_bit_range(16 * e + min(jlo, NJ), max(jend - jlo, 0));
+                             }
     };
     if constexpr (SPLAT_MAX_SEGS == 1) {
       if (n > 0) add(*(const int2 *)rv); /* no loop: most patterns */
@@ -97,14 +98,6 @@ SPLAT_DEV bool splat_attn_wg_touches(const splat_ival *iv, const int *niv, int r
     }
   }
   return __any_sync(0xffffffffu, mine);
-}
-
-/* 2^x by the special-function unit alone (ex2.approx.ftz: relative error ~2^-22, results
- * below 2^-126 flushed to zero), without exp2f's range fix-up around it. */
-SPLAT_DEV float splat_ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 /* The logit scale of the softmax step: raw scores s are base-2 logits s c. c > 0 is folded
@@ -191,8 +184,9 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
   for (int hf = 0; hf < 2; hf++) {
     const int r = r0 + 8 * hf;
     if (r >= nrows) continue;
-    const char *part = (const char *)(P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) *
-                                                      (SPLAT_HEAD_DIM + 2));
+    const char *part =
+        (const char *)(P.rowpart +
+                       ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2));
 #pragma unroll
     for (int i = t; i < LINES; i += 4)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(part + min(128 * i, BYTES - 4)));
@@ -257,13 +251,13 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
 #pragma unroll
         for (int j = 0; j < PC && j0 + j < NO / 4; j++) {
           const int d = 8 * (j0 + j) + 2 * t, c = 4 * (j0 + j) + 2 * hf;
-          const float x0 = (o[c] * w + p1[j].x * w1) * inv, x1 = (o[c + 1] * w + p1[j].y * w1) * inv;
+          const float x0 = (o[c] * w + p1[j].x * w1) * inv,
+                      x1 = (o[c + 1] * w + p1[j].y * w1) * inv;
           if (pair && d + 1 < SPLAT_HEAD_DIM) {
             *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
           } else {
             if (d < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
-            if (d + 1 < SPLAT_HEAD_DIM)
-              splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
+            if (d + 1 < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);
           }
         }
       }

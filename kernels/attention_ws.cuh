@@ -159,9 +159,9 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * routines' range checks; the (b, h) part of the offsets is computed once. For one-pass
  * plans and outputs splat_ws_out_vec accepts; the others take splat_attn_store. */
 SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
-                                     const float (&m)[2], const float (&l)[2], int64_t b,
-                                     int64_t h, const int *sRow, unsigned char *sQb, int cw,
-                                     int warp, int lane, int nrows) {
+                                     const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
+                                     const int *sRow, unsigned char *sQb, int cw, int warp,
+                                     int lane, int nrows) {
   static_assert(SPLAT_DP == 64 || SPLAT_DP == 128,
                 "the staged epilogue covers rows of 64 or 128 columns: a pass of 32 lanes takes "
                 "whole rows");
@@ -215,7 +215,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {
-      splat_mbar_init(&full[s], 128);            /* every producer thread arrives */
+      splat_mbar_init(&full[s], 128);              /* every producer thread arrives */
       splat_mbar_init(&empty[s], 128 * SPLAT_WGS); /* every consumer thread arrives */
     }
     for (int b = 0; b < 2; b++) {
@@ -391,8 +391,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
     const int4 ta = sTask[qb].a;
     const int nruns = ta.x, nrows = ta.y, rb = ta.z;
-    if (nrows <= 0) break; /* the producer's end of the walk */
-    const int slot = ta.w; /* a chunk of a split tile: partials */
+    if (nrows <= 0) break;               /* the producer's end of the walk */
+    const int slot = ta.w;               /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
     if (P.pass == 2)
       splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
@@ -411,8 +411,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
         splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(
             o, a[kk],
-            splat_wgmma_desc_add(vdesc0, ST.value * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
-                                             splat_wgmma_mn_step(kk)),
+            splat_wgmma_desc_add(
+                vdesc0, ST.value * 2 * SPLAT_TILE_BYTES(SPLAT_KT) + splat_wgmma_mn_step(kk)),
             1);
       }
     };
@@ -547,7 +547,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       while ((at = next(true)) == 2) {
         const int st = (int)(n % SPLAT_STAGES);
         float s[SPLAT_NS], alpha[2];
-        issue_s_pv(s, st); /* its fence also covers P's registers */
+        issue_s_pv(s, st);     /* its fence also covers P's registers */
         splat_wgmma_wait<1>(); /* S is in; P V may still run */
         splat_wgmma_fence_acc(s);
         scores(s, alpha);
@@ -567,8 +567,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * which can then load item k + 2 while they store. */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
     if (slot < 0 && P.pass == 0 && out_vec) {
-      splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow,
-                            sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw, warp, lane, nrows);
+      splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
+                            warp, lane, nrows);
       splat_mbar_arrive(&qempty[qb]);
     } else {
       const int row[2] = {sRow[r0], sRow[r0 + 8]};
@@ -577,8 +577,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, rb, r0, nrows, t);
       } else {
         /* One consumer warpgroup has 128 registers a thread: its pass 2 loads a pair at a time. */
-        splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1)>(P, o, m, l, tc.x, tc.y, row, r0,
-                                                             nrows, t);
+        splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1)>(P, o, m, l, tc.x, tc.y, row, r0, nrows,
+                                                            t);
       }
     }
     R += (uint32_t)nruns;

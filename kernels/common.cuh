@@ -125,6 +125,14 @@ SPLAT_DEV int64_t splat_row_col(const splat_dev_pattern &p, const splat_row &r, 
   return 0; /* unreachable for n < nnz */
 }
 
+/* 2^x by the special-function unit alone (ex2.approx.ftz: relative error ~2^-22, results
+ * below 2^-126 flushed to zero), without exp2f's range fix-up around it. */
+SPLAT_DEV float splat_ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /* ------------------------------------------------------------ warp reductions */
 
 SPLAT_DEV float splat_warp_max(float v) {

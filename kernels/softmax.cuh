@@ -9,9 +9,11 @@
  * lse = -inf and nothing else. Rows: permuted positions [row_begin, row_begin + row_count).
  * Contiguous values (s3 == 1, 16-byte aligned base, scores and probs of one layout): the
  * row's entries are walked by aligned 16-byte chunks (lane c takes chunks c, c+32, ...;
- * the row's first and last chunks may be partial and are masked), one 16-byte load per
- * chunk in each pass and a 16-byte store for each whole chunk of probs of the same dtype
- * (element stores in partial chunks, so a neighbouring row's entries are never written).
+ * the row's first and last chunks may be partial and are masked), with a 16-byte store
+ * for each whole chunk of probs of the same dtype (element stores in partial chunks, so
+ * a neighbouring row's entries are never written). Rows of up to 32 x SPLAT_SM_RC chunks
+ * keep their chunks in registers (one load each, splat_softmax_row_regs); longer ones
+ * load each chunk in both passes (splat_softmax_row_vec).
  *
  * Prelude: SPLAT_SDT (scores), SPLAT_PDT (probs), SPLAT_ROW_WARPS, the kernel name. */
 
@@ -64,6 +66,135 @@ SPLAT_DEV void splat_softmax_chunk(const splat_softmax_params &P, int64_t c, int
   }
 }
 
+/* Chunks of a row each lane keeps in registers on the register path (rows up to
+ * 32 x SPLAT_SM_RC chunks: 768 f32 or 1536 16-bit entries; longer rows stream). */
+#define SPLAT_SM_RC 6
+
+/* Entry e of a 16-byte chunk of scores, as a float. */
+SPLAT_DEV float splat_softmax_entry(const uint4 &v, int e) {
+  const uint32_t w = e < SPLAT_SM_SE / 2 ? (e < SPLAT_SM_SE / 4 ? v.x : v.y)
+                                         : (e < 3 * SPLAT_SM_SE / 4 ? v.z : v.w);
+#if SPLAT_SDT == SPLAT_F32
+  return __uint_as_float(w);
+#else
+  const uint16_t hv = (uint16_t)(w >> (16 * (e & 1)));
+  return SPLAT_SDT == SPLAT_F16 ? splat_f16_to_f32(hv) : splat_bf16_to_f32(hv);
+#endif
+}
+
+/* Stores chunk c of probs: one 16-byte store when it is whole and probs has the scores'
+ * entries per chunk, else entry by entry inside [so, so + nnz). */
+SPLAT_DEV void splat_softmax_put(const splat_softmax_params &P, int64_t c, int64_t so, int64_t nnz,
+                                 const float (&pr)[SPLAT_SM_SE]) {
+  const int64_t x0 = c * SPLAT_SM_SE;
+  if (SPLAT_SM_SE == SPLAT_SM_PE && x0 >= so && x0 + SPLAT_SM_SE <= so + nnz) {
+    uint4 o;
+#if SPLAT_PDT == SPLAT_F32
+    o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]), __float_as_uint(pr[2]),
+                   __float_as_uint(pr[3]));
+#else
+    o = make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
+                   splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
+#endif
+    *(uint4 *)((unsigned char *)P.probs.data + x0 * (SPLAT_PDT == SPLAT_F32 ? 4 : 2)) = o;
+  } else {
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) {
+      const int64_t x = x0 + e;
+      if (x >= so && x < so + nnz) splat_st<SPLAT_PDT>(P.probs.data, x, pr[e]);
+    }
+  }
+}
+
+/* The register path of a row of at most 32 x SPLAT_SM_RC chunks: lane takes chunks lane,
+ * lane + 32, ... of the row (aligned 16-byte chunks of scores from the one holding entry
+ * so), loads each once (16 bytes when whole; the row's first and last chunks entry by
+ * entry, the rest of them zero), then the row max, the sum of exp2 and the stores run
+ * from registers with a bit mask of each chunk's entries in the row instead of tests, and
+ * 2^x by splat_ex2 (probabilities below 2^-126 flush to zero). Indices are row-relative
+ * (32-bit). Same arguments as splat_softmax_row_vec. */
+SPLAT_DEV void splat_softmax_row_regs(const splat_softmax_params &P, int64_t so, int64_t nnz,
+                                      int lane, int64_t lse_off) {
+  constexpr int SB = 16 / SPLAT_SM_SE;                     /* bytes of a score */
+  const int a = (int)(so % SPLAT_SM_SE), n = (int)nnz;     /* n < 32 * RC * SE here */
+  const int nch = (a + n + SPLAT_SM_SE - 1) / SPLAT_SM_SE; /* the row's chunks */
+  const unsigned char *srow = (const unsigned char *)P.scores.data + so * SB;
+  const uint4 *schunk = (const uint4 *)(srow - a * SB);
+  constexpr uint32_t FULL = (1u << SPLAT_SM_SE) - 1u;
+  uint4 v[SPLAT_SM_RC];
+  uint32_t msk[SPLAT_SM_RC];
+  float m = SPLAT_NEG_INF;
+#pragma unroll
+  for (int k = 0; k < SPLAT_SM_RC; k++) {
+    const int x0 = (lane + 32 * k) * SPLAT_SM_SE - a; /* row entry of the chunk's entry 0 */
+    v[k] = make_uint4(0u, 0u, 0u, 0u);
+    msk[k] = 0u;
+    if (32 * k >= nch) continue; /* the same for the whole warp */
+    if (x0 >= 0 && x0 + SPLAT_SM_SE <= n) {
+      v[k] = schunk[lane + 32 * k];
+      msk[k] = FULL;
+    } else if (x0 + SPLAT_SM_SE > 0 && x0 < n) {
+      uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int e = 0; e < SPLAT_SM_SE; e++) {
+        if (x0 + e >= 0 && x0 + e < n) {
+          msk[k] |= 1u << e;
+#if SPLAT_SDT == SPLAT_F32
+          w[e] = *(const uint32_t *)(srow + 4 * (x0 + e));
+#else
+          w[e >> 1] |= (uint32_t)(*(const uint16_t *)(srow + 2 * (x0 + e))) << (16 * (e & 1));
+#endif
+        }
+      }
+      v[k] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) {
+      const float t = splat_softmax_entry(v[k], e) * P.scale_log2;
+      m = fmaxf(m, (msk[k] >> e) & 1u ? t : SPLAT_NEG_INF);
+    }
+  }
+  const float M = splat_warp_max(m);
+  float l = 0.f;
+#pragma unroll
+  for (int k = 0; k < SPLAT_SM_RC; k++) {
+    if (32 * k >= nch) break;
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++) {
+      const float x = splat_ex2(fmaf(splat_softmax_entry(v[k], e), P.scale_log2, -M));
+      l += (msk[k] >> e) & 1u ? x : 0.f;
+    }
+  }
+  const float L = splat_warp_sum(l), inv = 1.f / L;
+#pragma unroll
+  for (int k = 0; k < SPLAT_SM_RC; k++) {
+    if (32 * k >= nch) break;
+    if (msk[k] == 0u) continue;
+    const int x0 = (lane + 32 * k) * SPLAT_SM_SE - a;
+    float pr[SPLAT_SM_SE];
+#pragma unroll
+    for (int e = 0; e < SPLAT_SM_SE; e++)
+      pr[e] = splat_ex2(fmaf(splat_softmax_entry(v[k], e), P.scale_log2, -M)) * inv;
+    if (SPLAT_SM_SE == SPLAT_SM_PE && msk[k] == FULL) {
+#if SPLAT_PDT == SPLAT_F32
+      const uint4 o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]),
+                                 __float_as_uint(pr[2]), __float_as_uint(pr[3]));
+#else
+      const uint4 o =
+          make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
+                     splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
+#endif
+      *(uint4 *)((unsigned char *)P.probs.data + (so + x0) * SB) = o;
+    } else {
+#pragma unroll
+      for (int e = 0; e < SPLAT_SM_SE; e++) {
+        if ((msk[k] >> e) & 1u) splat_st<SPLAT_PDT>(P.probs.data, so + x0 + e, pr[e]);
+      }
+    }
+  }
+  if (lse_off >= 0 && lane == 0) ((float *)P.lse.data)[lse_off] = (M + log2f(L)) * SPLAT_LN2;
+}
+
 /* One row of the vector path: entries [so, so + nnz) of scores, rewritten in place in
  * probs (same offsets). lse_off < 0: no lse. */
 SPLAT_DEV void splat_softmax_row_vec(const splat_softmax_params &P, int64_t so, int64_t nnz,
@@ -89,24 +220,7 @@ SPLAT_DEV void splat_softmax_row_vec(const splat_softmax_params &P, int64_t so, 
     splat_softmax_chunk(P, c, so, nnz, pr);
 #pragma unroll
     for (int e = 0; e < SPLAT_SM_SE; e++) pr[e] = exp2f(pr[e] * P.scale_log2 - M) * inv;
-    const int64_t x0 = c * SPLAT_SM_SE;
-    if (SPLAT_SM_SE == SPLAT_SM_PE && x0 >= so && x0 + SPLAT_SM_SE <= so + nnz) {
-      uint4 o;
-#if SPLAT_PDT == SPLAT_F32
-      o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]), __float_as_uint(pr[2]),
-                     __float_as_uint(pr[3]));
-#else
-      o = make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
-                     splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
-#endif
-      *(uint4 *)((unsigned char *)P.probs.data + x0 * (SPLAT_PDT == SPLAT_F32 ? 4 : 2)) = o;
-    } else {
-#pragma unroll
-      for (int e = 0; e < SPLAT_SM_SE; e++) {
-        const int64_t x = x0 + e;
-        if (x >= so && x < so + nnz) splat_st<SPLAT_PDT>(P.probs.data, x, pr[e]);
-      }
-    }
+    splat_softmax_put(P, c, so, nnz, pr);
   }
   if (lse_off >= 0 && lane == 0) ((float *)P.lse.data)[lse_off] = (M + log2f(L)) * SPLAT_LN2;
 }
@@ -126,14 +240,19 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
                    (((unsigned long long)P.scores.data) & 15) == 0 &&
                    (((unsigned long long)P.probs.data) & 15) == 0;
   for (int64_t bh = blockIdx.y; bh < BH; bh += gridDim.y) {
-    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
+    const int b = (int)bh / (int)P.shape.heads, h = (int)bh - b * (int)P.shape.heads;
     if (row.nnz == 0) {
       if (P.lse.data && lane == 0) ((float *)P.lse.data)[splat_off(P.lse, b, h, i)] = SPLAT_NEG_INF;
       continue;
     }
     const int64_t so = splat_off(P.scores, b, h, i), po = splat_off(P.probs, b, h, i);
     if (vec && so == po) {
-      splat_softmax_row_vec(P, so, row.nnz, lane, P.lse.data ? splat_off(P.lse, b, h, i) : -1);
+      const int64_t lse_off = P.lse.data ? splat_off(P.lse, b, h, i) : -1;
+      if ((so + row.nnz - 1) / SPLAT_SM_SE - so / SPLAT_SM_SE < 32 * SPLAT_SM_RC) {
+        splat_softmax_row_regs(P, so, row.nnz, lane, lse_off);
+      } else {
+        splat_softmax_row_vec(P, so, row.nnz, lane, lse_off);
+      }
       continue;
     }
     float m = SPLAT_NEG_INF, l = 0.f;

@@ -121,16 +121,20 @@ SPLAT_DEV int splat_spmm_p_load(const splat_ival *iv_rows, const int *niv_rows, 
     const int clo = lo - g0 - c8, chi = hi - g0 - c8;
     const int32_t e0 = v.z - v.x + g0 + c8, vmax = v.z + (v.y - v.x); /* value indices */
     const int par = (int)((((unsigned long long)prow >> 1) + (unsigned)e0) & 1u);
+    /* Word k holds columns 2k - par and 2k - par + 1; words kmin .. kmax are needed, all
+     * whole but for the low half of the first or the high half of the last when that
+     * half is outside the interval's values. */
+    const int kmin = (clo + par) >> 1, kmax = (chi + par) >> 1;
+    const int32_t eb = e0 - par; /* value index of word 0's low half */
+    const bool lo_ok = eb + 2 * kmin >= v.z, hi_ok = eb + 2 * kmax + 1 <= vmax;
+    const uint16_t *hb = prow + eb;
 #pragma unroll
     for (int k = 0; k < 5; k++) {
-      const int c0 = 2 * k - par; /* the column in word k's low half */
-      const bool n0 = c0 >= clo && c0 <= chi, n1 = c0 + 1 >= clo && c0 + 1 <= chi;
-      const int32_t e = e0 + c0;
-      if (n0 || n1) {
-        if (e >= v.z && e + 1 <= vmax) {
-          w[k] = *(const uint32_t *)(prow + e);
+      if (k >= kmin && k <= kmax) {
+        if ((k > kmin || lo_ok) && (k < kmax || hi_ok)) {
+          w[k] = *(const uint32_t *)(hb + 2 * k);
         } else {
-          w[k] = n0 ? (uint32_t)prow[e] : (uint32_t)prow[e + 1] << 16;
+          w[k] = k == kmin && !lo_ok ? (uint32_t)hb[2 * k + 1] << 16 : (uint32_t)hb[2 * k];
         }
       }
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../kernels/params.cuh"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -528,6 +529,10 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
   return SPLAT_OK;
 }
 
+/* Bytes of the longest row the softmax keeps in registers (kernels/softmax.cuh: 32 lanes x
+ * SPLAT_SM_RC = 6 chunks of 16 bytes, less two chunks for an unaligned start and end). */
+#define SOFTMAX_REG_ROW_BYTES (32 * 6 * 16 - 32)
+
 /* Row kernel of op over permuted positions [begin, begin + count). `params` starts with
  * the shape at offset shape_off, which this sets. */
 static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t begin, int64_t count,
@@ -536,8 +541,17 @@ static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t b
   if (count <= 0) return SPLAT_OK;
   *shape = dev_shape(plan, begin, count);
   const int rw = p->spec[op].row_warps;
-  return launch(p->rows[op], (unsigned)((count + rw - 1) / rw), grid_y(plan), (unsigned)(32 * rw),
-                0, stream, params);
+  unsigned gy = grid_y(plan);
+  if (op == SPLAT__KOP_SOFTMAX &&
+      plan->acsr.width * splat__dtype_size(plan->desc.dtype) <= SOFTMAX_REG_ROW_BYTES) {
+    /* Rows on the softmax's register path: its warps loop over (b, h) for their row (the
+     * row's segments read once), with enough blocks along y for ~4 waves of 32 resident
+     * warps an SM. Longer rows stream and keep one (b, h) a warp (no long serial tail). */
+    const int64_t want = ((int64_t)4 * 32 * p->cu->dev.sm_count + count - 1) / count;
+    if (want < (int64_t)gy) gy = (unsigned)(want > 0 ? want : 1);
+  }
+  return launch(p->rows[op], (unsigned)((count + rw - 1) / rw), gy, (unsigned)(32 * rw), 0, stream,
+                params);
 }
 
 /* A call's turn on the plan's workspace (the ws_* fields): its stream waits for the previous
