@@ -353,11 +353,11 @@ def splat_setup(ctx, case, peer: str = "splat"):
     pattern, B, D = case["pattern"], case["batch"], case["head_dim"]
     code = _lib.dtype_code(str(case["dtype"]), "q")
     t0 = time.perf_counter()
-    plan = plan_cache.get(pattern, B, HEADS, HEADS, D, code, ctx.device)
+    plan = plan_cache.get(pattern, B, HEADS, HEADS, D, code, ctx.device, _lib.OPS_ATTENTION)
     first_ms = (time.perf_counter() - t0) * 1e3
     report = plan.report()
     t0 = time.perf_counter()
-    Plan(pattern, B, HEADS, HEADS, D, code, ctx.device)  # kernels now in memory: analysis + load
+    Plan(pattern, B, HEADS, HEADS, D, code, ctx.device, _lib.OPS_ATTENTION)  # kernels in memory: analysis + load
     again_ms = (time.perf_counter() - t0) * 1e3
     compiled = int(report["kernels_compiled"])
     how = f"cold: {compiled} kernels compiled" if compiled else "no kernel compiled: cache hit"
@@ -474,7 +474,9 @@ def unfused_setup(ctx, case):
     runs these on numpy only, so the plan's C functions get torch CUDA pointers."""
     torch = ctx.torch
     B, S, D, dtype = case["batch"], case["seq"], case["head_dim"], case["dtype"]
-    plan = plan_cache.get(case["pattern"], B, HEADS, HEADS, D, _lib.dtype_code(str(dtype), "q"), ctx.device)
+    plan = plan_cache.get(
+        case["pattern"], B, HEADS, HEADS, D, _lib.dtype_code(str(dtype), "q"), ctx.device, _lib.OPS_UNFUSED
+    )
     values_bytes = B * HEADS * S * plan.width * torch.finfo(dtype).bits // 8
     free, _ = torch.cuda.mem_get_info()
     if values_bytes > free // 2:

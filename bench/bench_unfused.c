@@ -278,7 +278,7 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
   int64_t nnz = 0;
   for (int di = 0; di < 2; di++) {
     splat_plan *plan = NULL;
-    splat_plan_desc desc = {c->batch, c->heads, 0, D, dtypes[di], 0, 0, 0};
+    splat_plan_desc desc = {c->batch, c->heads, 0, D, dtypes[di], 0, 0, 0, SPLAT_OPS_UNFUSED};
     CHECK_SPLAT(splat_plan_create(ctx, p, &desc, &plan), ctx);
     splat_report rep;
     splat_plan_report(plan, &rep);

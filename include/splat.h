@@ -223,6 +223,18 @@ SPLAT_API splat_status splat_report_format(const splat_report *report, int json,
 
 /* ---------------------------------------------------------------- plans */
 
+/* The operations a plan is built for (splat_plan_desc.ops, a bit set): a CUDA plan
+ * compiles and loads only their kernels, and running any other fails with
+ * SPLAT_ERR_INVALID_ARGUMENT. 0 means all of them. */
+enum {
+  SPLAT_OPS_SDDMM = 1,
+  SPLAT_OPS_SOFTMAX = 2,
+  SPLAT_OPS_SPMM = 4,
+  SPLAT_OPS_ATTENTION = 8,
+  SPLAT_OPS_UNFUSED = 7, /* sddmm, softmax and spmm: SPLAT's pipeline */
+  SPLAT_OPS_ALL = 15
+};
+
 typedef struct splat_plan_desc {
   int64_t batch;
   int64_t heads;      /* query heads */
@@ -231,6 +243,7 @@ typedef struct splat_plan_desc {
   splat_dtype dtype;  /* dtype of Q, K, V and O */
   int tile_q, tile_k; /* 0 = 128 */
   int max_segments;   /* 0 = SPLAT_MAX_SEGMENTS */
+  unsigned ops;       /* SPLAT_OPS_* bits of the operations to run; 0 = SPLAT_OPS_ALL */
 } splat_plan_desc;
 
 /* Builds a plan: analysis, tile plan and (on CUDA) kernels. desc: host. The pattern

@@ -73,20 +73,21 @@ static void test_context(void) {
 
 static void test_plan_desc(splat_context *ctx, splat_pattern *p) {
   splat_plan *plan = NULL;
-  splat_plan_desc good = {2, 4, 2, D, SPLAT_F32, 0, 0, 0};
+  splat_plan_desc good = {2, 4, 2, D, SPLAT_F32, 0, 0, 0, 0};
   struct {
     splat_plan_desc desc;
     const char *needle;
   } cases[] = {
-      {{0, 4, 0, D, SPLAT_F32, 0, 0, 0}, "batch=0"},
-      {{1, 0, 0, D, SPLAT_F32, 0, 0, 0}, "heads=0"},
-      {{1, 4, 3, D, SPLAT_F32, 0, 0, 0}, "heads_kv=3"},
-      {{1, 4, 0, 0, SPLAT_F32, 0, 0, 0}, "head_dim=0"},
-      {{1, 4, 0, 300, SPLAT_F32, 0, 0, 0}, "head_dim=300"},
-      {{1, 4, 0, D, (splat_dtype)5, 0, 0, 0}, "dtype=5"},
-      {{1, 4, 0, D, SPLAT_F32, -1, 0, 0}, "tile"},
-      {{1, 4, 0, D, SPLAT_F32, 0, 4096, 0}, "tile"},
-      {{1, 4, 0, D, SPLAT_F32, 0, 0, 9}, "max_segments=9"},
+      {{0, 4, 0, D, SPLAT_F32, 0, 0, 0, 0}, "batch=0"},
+      {{1, 0, 0, D, SPLAT_F32, 0, 0, 0, 0}, "heads=0"},
+      {{1, 4, 3, D, SPLAT_F32, 0, 0, 0, 0}, "heads_kv=3"},
+      {{1, 4, 0, 0, SPLAT_F32, 0, 0, 0, 0}, "head_dim=0"},
+      {{1, 4, 0, 300, SPLAT_F32, 0, 0, 0, 0}, "head_dim=300"},
+      {{1, 4, 0, D, (splat_dtype)5, 0, 0, 0, 0}, "dtype=5"},
+      {{1, 4, 0, D, SPLAT_F32, -1, 0, 0, 0}, "tile"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 4096, 0, 0}, "tile"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 0, 9, 0}, "max_segments=9"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 0, 0, 16}, "ops=0x10"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     splat_status st = splat_plan_create(ctx, p, &cases[i].desc, &plan);
@@ -113,7 +114,7 @@ static void fill(float *x, size_t n, unsigned seed) {
 
 static void test_ops(splat_context *ctx, splat_pattern *p) {
   splat_plan *plan = NULL;
-  splat_plan_desc desc = {2, 4, 2, D, SPLAT_F32, 0, 0, 0};
+  splat_plan_desc desc = {2, 4, 2, D, SPLAT_F32, 0, 0, 0, 0};
   CHECK(splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK);
   if (!plan) return;
   int64_t W = splat_plan_row_width(plan);
@@ -197,6 +198,39 @@ static void test_ops(splat_context *ctx, splat_pattern *p) {
   splat_plan_destroy(plan);
 }
 
+/* A plan built for some operations runs them and refuses the others, naming the flag. */
+static void test_plan_ops(splat_context *ctx, splat_pattern *p) {
+  splat_plan *plan = NULL;
+  splat_plan_desc desc = {1, 2, 0, D, SPLAT_F32, 0, 0, 0, SPLAT_OPS_ATTENTION};
+  CHECK(splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK);
+  if (!plan) return;
+  const int64_t W = splat_plan_row_width(plan);
+  float *q = calloc(2 * SEQ * D, 4), *o = calloc(2 * SEQ * D, 4), *s = calloc(2 * SEQ * W, 4);
+  fill(q, 2 * SEQ * D, 4);
+  splat_tensor tq = splat_tensor_contiguous(q, SPLAT_F32, 1, 2, SEQ, D);
+  splat_tensor to = splat_tensor_contiguous(o, SPLAT_F32, 1, 2, SEQ, D);
+  splat_tensor ts = splat_tensor_contiguous(s, SPLAT_F32, 1, 2, SEQ, W);
+  CHECK(splat_attention(plan, &tq, &tq, &tq, 0, &to, NULL, NULL) == SPLAT_OK);
+  CHECK(splat_sddmm(plan, &tq, &tq, 0, &ts, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(contains(splat_last_error(ctx), "SPLAT_OPS_SDDMM") &&
+             contains(splat_last_error(ctx), "ops = 0x8"),
+         "'%s'", splat_last_error(ctx));
+  CHECK(splat_softmax(plan, &ts, 1, &ts, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(contains(splat_last_error(ctx), "SPLAT_OPS_SOFTMAX"));
+  CHECK(splat_spmm(plan, &ts, &tq, &to, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(contains(splat_last_error(ctx), "SPLAT_OPS_SPMM"));
+  splat_plan_destroy(plan);
+  desc.ops = SPLAT_OPS_UNFUSED;
+  CHECK(splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK);
+  if (plan) {
+    CHECK(splat_sddmm(plan, &tq, &tq, 0, &ts, NULL) == SPLAT_OK);
+    CHECK(splat_attention(plan, &tq, &tq, &tq, 0, &to, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+    CHECK(contains(splat_last_error(ctx), "SPLAT_OPS_ATTENTION"));
+  }
+  splat_plan_destroy(plan);
+  free(q), free(o), free(s);
+}
+
 int main(void) {
   test_names();
   test_context();
@@ -208,6 +242,7 @@ int main(void) {
   if (ctx && p) {
     test_plan_desc(ctx, p);
     test_ops(ctx, p);
+    test_plan_ops(ctx, p);
   }
   splat_pattern_destroy(p);
   splat_context_destroy(ctx);

@@ -428,7 +428,7 @@ static int cmd_run(int argc, char **argv) {
     rc = fail("parsing the pattern", st, NULL);
     goto done;
   }
-  splat_plan_desc desc = {o.batch, o.heads, 0, o.head_dim, o.dtype, 0, 0, 0};
+  splat_plan_desc desc = {o.batch, o.heads, 0, o.head_dim, o.dtype, 0, 0, 0, SPLAT_OPS_ATTENTION};
   double t0 = splat__now_ms();
   st = splat_plan_create(ctx, p, &desc, &plan);
   double plan_ms = splat__now_ms() - t0;

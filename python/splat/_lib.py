@@ -114,6 +114,11 @@ class SplatReport(ctypes.Structure):
         return out
 
 
+# splat_plan_desc.ops bits (include/splat.h SPLAT_OPS_*): the operations a plan is built for.
+OPS_ATTENTION = 8
+OPS_UNFUSED = 7  # sddmm, softmax, spmm
+
+
 class SplatPlanDesc(ctypes.Structure):
     _fields_ = [
         ("batch", _i64),
@@ -124,6 +129,7 @@ class SplatPlanDesc(ctypes.Structure):
         ("tile_q", ctypes.c_int),
         ("tile_k", ctypes.c_int),
         ("max_segments", ctypes.c_int),
+        ("ops", ctypes.c_uint),
     ]
 
 

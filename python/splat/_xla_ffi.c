@@ -203,10 +203,10 @@ static splat_status create_plan(const plan_request *rq, const char *spec, splat_
 static splat_status lookup_plan(const plan_request *rq, plan_entry **out, char *why, size_t cap) {
   char key[1024];
   const splat_plan_desc *d = &rq->desc;
-  int prefix =
-      snprintf(key, sizeof key, "%d|%d|%lld|%lld|%lld|%lld|%lld|%lld|%d|", (int)rq->backend,
-               rq->device, (long long)rq->seq_q, (long long)rq->seq_k, (long long)d->batch,
-               (long long)d->heads, (long long)d->heads_kv, (long long)d->head_dim, (int)d->dtype);
+  int prefix = snprintf(key, sizeof key, "%d|%d|%lld|%lld|%lld|%lld|%lld|%lld|%d|%u|",
+                        (int)rq->backend, rq->device, (long long)rq->seq_q, (long long)rq->seq_k,
+                        (long long)d->batch, (long long)d->heads, (long long)d->heads_kv,
+                        (long long)d->head_dim, (int)d->dtype, d->ops);
   if (prefix < 0 || (size_t)prefix + rq->spec_len >= sizeof key) {
     snprintf(why, cap, "spec of %zu characters is too long (at most 900)", rq->spec_len);
     return SPLAT_ERR_INVALID_ARGUMENT;
@@ -411,6 +411,7 @@ static XLA_FFI_Error *handle(XLA_FFI_CallFrame *frame, enum op op, splat_backend
   rq.desc.heads_kv = kvlike->shape[1];
   rq.desc.head_dim = op == OP_SOFTMAX ? VALUES_ONLY_HEAD_DIM : kvlike->shape[3];
   rq.desc.dtype = kvlike->dtype; /* softmax: the values dtype (CUDA plans need it) */
+  rq.desc.ops = op == OP_ATTENTION ? SPLAT_OPS_ATTENTION : SPLAT_OPS_UNFUSED;
   for (int64_t i = 0; i < frame->args.size; i++) {
     if (!splat_dtype_name(in[i].dtype)) {
       return invalid(api, name, "operand dtypes must be float32, float16 or bfloat16");

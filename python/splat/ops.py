@@ -41,10 +41,11 @@ class Plan:
         head_dim: int,
         dtype: int,
         device: str = "cpu",
+        ops: int = 0,
     ) -> None:
         self.handle: Optional[int] = None
         ctx = _lib.context(device)
-        desc = _lib.SplatPlanDesc(batch, heads, heads_kv, head_dim, dtype, 0, 0, 0)
+        desc = _lib.SplatPlanDesc(batch, heads, heads_kv, head_dim, dtype, 0, 0, 0, ops)
         out = ctypes.c_void_p()
         _lib.check(_lib.lib().splat_plan_create(ctx, pattern.handle, ctypes.byref(desc), ctypes.byref(out)))
         self.handle = out.value
@@ -74,7 +75,9 @@ PlanKey = Tuple[Any, ...]
 
 class PlanCache:
     """A bounded LRU of plans keyed by (pattern key, batch, heads, heads_kv,
-    head_dim, dtype, device)."""
+    head_dim, dtype, device, ops): the fused attention and the unfused operations
+    (``_lib.OPS_ATTENTION`` / ``_lib.OPS_UNFUSED``) get plans of their own, so a CUDA plan
+    compiles only the kernels it runs."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, capacity)
@@ -84,9 +87,17 @@ class PlanCache:
         self.misses = 0
 
     def get(
-        self, pattern: Pattern, batch: int, heads: int, heads_kv: int, head_dim: int, dtype: int, device: str
+        self,
+        pattern: Pattern,
+        batch: int,
+        heads: int,
+        heads_kv: int,
+        head_dim: int,
+        dtype: int,
+        device: str,
+        ops: int,
     ) -> Plan:
-        key = (pattern.key, batch, heads, heads_kv, head_dim, dtype, device)
+        key = (pattern.key, batch, heads, heads_kv, head_dim, dtype, device, ops)
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:
@@ -94,7 +105,7 @@ class PlanCache:
                 self.hits += 1
                 return plan
             self.misses += 1
-            plan = Plan(pattern, batch, heads, heads_kv, head_dim, dtype, device)
+            plan = Plan(pattern, batch, heads, heads_kv, head_dim, dtype, device, ops)
             self._plans[key] = plan
             while len(self._plans) > self.capacity:
                 self._plans.popitem(last=False)
@@ -190,7 +201,7 @@ def attention(
             raise invalid(f"{name}.dtype={_lib.DTYPE_NAMES[c]} but q.dtype={_lib.DTYPE_NAMES[code]}")
     pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
     B, H, Sq, D = qa.shape
-    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu")
+    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu", _lib.OPS_ATTENTION)
     out = np.empty(qa.shape, dtype=qa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
     lse_t = ctypes.byref(_tensor(lse, 0)) if lse is not None else None
@@ -220,7 +231,7 @@ def sddmm(
         raise invalid(f"k.dtype={_lib.DTYPE_NAMES[kcode]} but q.dtype={_lib.DTYPE_NAMES[code]}")
     pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
     B, H, Sq, D = qa.shape
-    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu")
+    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu", _lib.OPS_UNFUSED)
     ocode = _out_code(dtype, code)
     scores = np.zeros((B, H, Sq, plan.width), dtype=_dtype_of(ocode))
     plan.call(
@@ -246,7 +257,7 @@ def softmax(
     pat = as_pattern(pattern, Sq, Sq)
     if not math.isfinite(float(scale)):
         raise invalid(f"scale={scale} must be finite")
-    plan = plan_cache.get(pat, B, H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu")
+    plan = plan_cache.get(pat, B, H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu", _lib.OPS_UNFUSED)
     probs = np.zeros(sa.shape, dtype=sa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
     plan.call(
@@ -268,7 +279,7 @@ def spmm(probs: Any, v: Any, pattern: Union[Pattern, str]) -> np.ndarray:
     va, code = _array(v, "v")
     B, H, Sq, _ = pa.shape
     pat = as_pattern(pattern, Sq, va.shape[2])
-    plan = plan_cache.get(pat, B, H, va.shape[1], va.shape[3], code, "cpu")
+    plan = plan_cache.get(pat, B, H, va.shape[1], va.shape[3], code, "cpu", _lib.OPS_UNFUSED)
     out = np.empty((B, H, Sq, va.shape[3]), dtype=va.dtype)
     plan.call(
         "spmm",

@@ -51,7 +51,7 @@ def _attention_op(
         if x.device != q.device:
             raise invalid(f"{name} is on {x.device} but q is on {q.device}")
     code = _lib.dtype_code(str(q.dtype), "q")
-    plan = plan_cache.get(pat, B, H, k.shape[1], D, code, device)
+    plan = plan_cache.get(pat, B, H, k.shape[1], D, code, device, _lib.OPS_ATTENTION)
     out = torch.empty((B, H, Sq, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
     # lse [B,H,Sq] seen by C as [B,H,Sq,1]

@@ -125,7 +125,7 @@ ABI_PROGRAM = r"""
 int main(void) {
   S(splat_tensor) F(splat_tensor, dtype) F(splat_tensor, shape) F(splat_tensor, strides)
   S(splat_context_options) F(splat_context_options, num_threads)
-  S(splat_plan_desc) F(splat_plan_desc, dtype) F(splat_plan_desc, max_segments)
+  S(splat_plan_desc) F(splat_plan_desc, dtype) F(splat_plan_desc, max_segments) F(splat_plan_desc, ops)
   S(splat_environment) F(splat_environment, device_name) F(splat_environment, device_cc_minor)
   S(splat_report) F(splat_report, rows_by_segments) F(splat_report, tile_q)
   F(splat_report, tile_waste) F(splat_report, report_ms) F(splat_report, kernels_ms)

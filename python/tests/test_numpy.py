@@ -133,8 +133,23 @@ def test_plan_cache_reuses_plans(rng):
 def test_plan_cache_is_bounded(rng):
     cache = splat.ops.PlanCache(2)
     for s in (16, 32, 48):
-        cache.get(splat.Pattern("causal", s), 1, 1, 1, 8, 0, "cpu")
+        cache.get(splat.Pattern("causal", s), 1, 1, 1, 8, 0, "cpu", splat._lib.OPS_UNFUSED)
     assert cache.info()["size"] == 2
+
+
+def test_plans_are_built_for_their_operations(rng):
+    """The fused attention and the unfused operations get separate plans (a CUDA plan
+    compiles only what it runs); a plan refuses an operation it was not built for."""
+    splat.plan_cache.clear()
+    pat = splat.Pattern("window(3)", 32)
+    q = randn(rng, (1, 2, 32, 8), np.float32)
+    before = splat.plan_cache.info()["misses"]
+    splat.attention(q, q, q, pat)
+    splat.sddmm(q, q, pat)
+    assert splat.plan_cache.info()["misses"] - before == 2
+    plan = splat.ops.Plan(pat, 1, 2, 2, 8, 0, "cpu", splat._lib.OPS_ATTENTION)
+    with pytest.raises(splat.Error, match="SPLAT_OPS_SDDMM"):
+        plan.call("sddmm", None, None, 0.0, None, None)
 
 
 def test_pattern_report():

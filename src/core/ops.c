@@ -43,6 +43,16 @@ static splat_status resolve_scale(const char *fn, const splat_plan *p, float sca
 /* Dispatch by the plan's backend: CUDA plans run on the caller's stream. */
 #define ON_CUDA(plan) ((plan)->ctx->backend == SPLAT_BACKEND_CUDA)
 
+/* The plan must have been built for the operation (splat_plan_desc.ops). */
+static splat_status check_op(const char *fn, const splat_plan *plan, unsigned bit,
+                             const char *flag) {
+  if (plan->desc.ops & bit) return SPLAT_OK;
+  return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                     "%s: the plan was built without this operation (splat_plan_desc.ops = 0x%x); "
+                     "build it with %s in ops (or ops = 0 for all)",
+                     fn, plan->desc.ops, flag);
+}
+
 /* On CUDA plans, every tensor must be memory the context's device can use. */
 static splat_status check_memory(const char *fn, const splat_plan *plan, int n,
                                  const char *const *names, const splat_tensor *const *tensors) {
@@ -60,6 +70,7 @@ static splat_status check_memory(const char *fn, const splat_plan *plan, int n,
 static splat_status sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                           float scale, const splat_tensor *scores, splat_stream stream) {
   static const char *fn = "splat_sddmm";
+  TRY(check_op(fn, plan, SPLAT_OPS_SDDMM, "SPLAT_OPS_SDDMM"));
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
   double sc = 0;
@@ -79,6 +90,7 @@ static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float 
                             const splat_tensor *probs, const splat_tensor *lse,
                             splat_stream stream) {
   static const char *fn = "splat_softmax";
+  TRY(check_op(fn, plan, SPLAT_OPS_SOFTMAX, "SPLAT_OPS_SOFTMAX"));
   op_shapes s = shapes_of(plan);
   double sc = 0;
   TRY(splat__check_tensor(fn, "scores", scores, s.values, SPLAT__DTYPE_ANY, 0));
@@ -101,6 +113,7 @@ static splat_status softmax(splat_plan *plan, const splat_tensor *scores, float 
 static splat_status spmm(splat_plan *plan, const splat_tensor *probs, const splat_tensor *v,
                          const splat_tensor *out, splat_stream stream) {
   static const char *fn = "splat_spmm";
+  TRY(check_op(fn, plan, SPLAT_OPS_SPMM, "SPLAT_OPS_SPMM"));
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
   TRY(splat__check_tensor(fn, "probs", probs, s.values, SPLAT__DTYPE_ANY, 0));
@@ -118,6 +131,7 @@ static splat_status attention(splat_plan *plan, const splat_tensor *q, const spl
                               const splat_tensor *v, float scale, const splat_tensor *out,
                               const splat_tensor *lse, splat_stream stream) {
   static const char *fn = "splat_attention";
+  TRY(check_op(fn, plan, SPLAT_OPS_ATTENTION, "SPLAT_OPS_ATTENTION"));
   op_shapes s = shapes_of(plan);
   int dt = (int)plan->desc.dtype;
   double sc = 0;

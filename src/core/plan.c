@@ -39,6 +39,11 @@ static splat_status check_desc(const splat_plan_desc *d) {
                        "%s: tile %dx%d: tile sizes must be in 1..%d (0 = %d)", fn, d->tile_q,
                        d->tile_k, MAX_TILE, DEFAULT_TILE);
   }
+  if (d->ops & ~(unsigned)SPLAT_OPS_ALL) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: ops=0x%x has bits that are no SPLAT_OPS_* value (0x%x at most)", fn,
+                       d->ops, (unsigned)SPLAT_OPS_ALL);
+  }
   if (d->max_segments < 0 || d->max_segments > SPLAT_MAX_SEGMENTS) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: max_segments=%d must be in 0..%d", fn,
                        d->max_segments, SPLAT_MAX_SEGMENTS);
@@ -93,6 +98,7 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   if (!plan->desc.tile_q) plan->desc.tile_q = DEFAULT_TILE;
   if (!plan->desc.tile_k) plan->desc.tile_k = DEFAULT_TILE;
   if (!plan->desc.max_segments) plan->desc.max_segments = SPLAT_MAX_SEGMENTS;
+  if (!plan->desc.ops) plan->desc.ops = SPLAT_OPS_ALL;
   plan->seq_q = splat_pattern_seq_q(pattern);
   plan->seq_k = splat_pattern_seq_k(pattern);
   st = analyse(plan, pattern);

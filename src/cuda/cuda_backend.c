@@ -382,8 +382,9 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
   return SPLAT_OK;
 }
 
-/* Specialises and gets every op's module concurrently (splat__kspec_compile_all), then
- * loads them; fills the report's kernels_ms and kernels_compiled. */
+/* Specialises every op's module and gets those of the plan's ops (splat_plan_desc.ops)
+ * concurrently (splat__kspec_compile_all), then loads them; fills the report's
+ * kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
   int kind, warpgroups, kt;
@@ -393,20 +394,29 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
                     d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch,
                     kind, warpgroups, kt);
   const double t0 = splat__now_ms();
+  /* The kernel ops are in the order of the SPLAT_OPS_* bits. */
+  splat__kspec want[SPLAT__KOP_COUNT];
+  int ops[SPLAT__KOP_COUNT], n = 0;
+  for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
+    if (d->ops & (1u << op)) {
+      want[n] = p->spec[op];
+      ops[n++] = op;
+    }
+  }
   splat__kcompiled k[SPLAT__KOP_COUNT];
-  st = splat__kspec_compile_all(p->spec, SPLAT__KOP_COUNT, p->cu->dev.arch, k);
+  st = splat__kspec_compile_all(want, n, p->cu->dev.arch, k);
   if (st != SPLAT_OK) return st;
   int ncompiled = 0;
-  for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
-    if (st == SPLAT_OK) st = load_kernel(p, op, &k[op]);
-    ncompiled += k[op].hit == SPLAT__CACHE_COMPILED;
-    splat__compiled_free(&k[op].bin);
+  for (int i = 0; i < n; i++) {
+    if (st == SPLAT_OK) st = load_kernel(p, ops[i], &k[i]);
+    ncompiled += k[i].hit == SPLAT__CACHE_COMPILED;
+    splat__compiled_free(&k[i].bin);
   }
   if (st != SPLAT_OK) return st;
   plan->report.kernels_ms = splat__now_ms() - t0;
   plan->report.kernels_compiled = ncompiled;
-  splat__log(SPLAT__LOG_INFO, "plan kernels: %d module(s), %d compiled, in %.2f ms",
-             SPLAT__KOP_COUNT, ncompiled, plan->report.kernels_ms);
+  splat__log(SPLAT__LOG_INFO, "plan kernels: %d module(s), %d compiled, in %.2f ms", n, ncompiled,
+             plan->report.kernels_ms);
   return SPLAT_OK;
 }
 

@@ -482,7 +482,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     row(spec, c, sq, sk, dim, dt, "plan", &r0, splat_last_error(NULL));
     return;
   }
-  splat_plan_desc desc = {B, H, HK, D, dt, 0, 0, 0};
+  splat_plan_desc desc = {B, H, HK, D, dt, 0, 0, 0, SPLAT_OPS_ALL};
   if (splat_plan_create(ctx, pat, &desc, &plan) != SPLAT_OK) {
     r0.status_bad = 1;
     row(spec, c, sq, sk, dim, dt, "plan", &r0, splat_last_error(ctx));
@@ -625,7 +625,7 @@ static void warm_one(void *ctx, int64_t begin, int64_t end, int tid) {
     splat_pattern *p = NULL;
     splat_plan *plan = NULL;
     w[i].st = splat_pattern_parse("window(3)", 64, 64, &p);
-    splat_plan_desc desc = {1, 2, 1, w[i].dim, w[i].dt, 0, 0, 0};
+    splat_plan_desc desc = {1, 2, 1, w[i].dim, w[i].dt, 0, 0, 0, 0};
     const double t0 = splat__now_ms();
     if (w[i].st == SPLAT_OK) w[i].st = splat_plan_create(w[i].ctx, p, &desc, &plan);
     w[i].plan_ms = splat__now_ms() - t0;
@@ -643,7 +643,7 @@ static void warm_one(void *ctx, int64_t begin, int64_t end, int tid) {
 static void check_host_pointers(splat_context *ctx) {
   splat_pattern *p = NULL;
   splat_plan *plan = NULL;
-  splat_plan_desc desc = {1, 1, 0, 64, SPLAT_BF16, 0, 0, 0};
+  splat_plan_desc desc = {1, 1, 0, 64, SPLAT_BF16, 0, 0, 0, 0};
   static uint16_t host[64 * 64];
   int ok = splat_pattern_parse("window(3)", 64, 0, &p) == SPLAT_OK &&
            splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK;
