@@ -310,6 +310,48 @@ static void test_reference_patterns(void) {
   printf("two-pass attention plans: %d of the reference plans\n", two_pass_plans);
 }
 
+/* The ACSR build copies rows that repeat an evaluated one (splat__row_run): every row
+ * must still be exactly what row evaluation gives, segment for segment, at awkward
+ * sizes, shapes and K (irregular rows included). */
+static void test_acsr_rows_as_evaluated(void) {
+  const int64_t shapes[][2] = {{97, 97},   {1000, 1000}, {4097, 4097},
+                               {97, 1000}, {1000, 97},   {4097, 1000}};
+  const int ks[] = {SPLAT_MAX_SEGMENTS, 1, 2, 3};
+  int64_t bad = 0;
+  for (int r = 0; r < splat_ref_pattern_count; r++) {
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      splat_pattern *p = NULL;
+      if (splat_pattern_parse(splat_ref_patterns[r].spec, shapes[sh][0], shapes[sh][1], &p))
+        continue;
+      splat__row_eval *e = NULL;
+      CHECK(splat__row_eval_create(p, &e) == SPLAT_OK);
+      for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        splat__acsr a;
+        if (splat__acsr_build(p, ks[ki], &a) != SPLAT_OK) {
+          bad++;
+          continue;
+        }
+        for (int64_t i = 0; i < a.seq_q; i++) {
+          splat__segment g[SPLAT_MAX_SEGMENTS];
+          const int n = splat__row_segments(e, i, g, ks[ki]);
+          const int64_t have = a.row_seg[i + 1] - a.row_seg[i];
+          const int ok = n < 0 ? have == 0 && splat__acsr_row_irregular(&a, i)
+                               : have == n && !splat__acsr_row_irregular(&a, i) &&
+                                     memcmp(g, a.segs + a.row_seg[i], (size_t)n * sizeof *g) == 0;
+          if (!ok && bad++ < 5)
+            fprintf(stderr, "  '%s' %lldx%lld K=%d: ACSR row %lld is not the evaluated row\n",
+                    splat_ref_patterns[r].spec, (long long)shapes[sh][0], (long long)shapes[sh][1],
+                    ks[ki], (long long)i);
+        }
+        splat__acsr_free(&a);
+      }
+      splat__row_eval_destroy(e);
+      splat_pattern_destroy(p);
+    }
+  }
+  CHECKF(bad == 0, "%lld ACSR rows differ from row evaluation", (long long)bad);
+}
+
 /* K = 1 sends rows of two segments to the remainder: the union stays exact. */
 static void test_irregular_rows(void) {
   splat_pattern *p = NULL;
@@ -704,6 +746,7 @@ int main(void) {
   test_synthetic_segments();
   test_random_masks();
   test_reference_patterns();
+  test_acsr_rows_as_evaluated();
   test_alignment();
   test_report_bytes();
   test_format();

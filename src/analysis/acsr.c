@@ -1,7 +1,8 @@
 /* acsr.c — builds the generalised ACSR format: each row's columns as up to K affine
  * segments from the pattern's row evaluator, rows needing more going to a CSR remainder.
  * One pass over the rows, arrays sized from sample rows and grown geometrically:
- * O(seq_q x K) for closed forms. */
+ * O(seq_q x K) for closed forms. Rows that repeat an evaluated row (the same segments,
+ * or all moved right a column a row: splat__row_run) are copied instead of evaluated. */
 #include "analysis/acsr.h"
 
 #include <stdint.h>
@@ -18,6 +19,8 @@ static void advise_huge(void *p, size_t bytes) {
   uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
   if (p && hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 }
+
+#define RUN_GAP_MAX 64
 
 /* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
 static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
@@ -92,7 +95,7 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
   }
 
   {
-    int64_t nseg = 0, rem_nnz = 0, rem_rows = 0, nnz = 0, width = 0;
+    int64_t nseg = 0, rem_nnz = 0, rem_rows = 0, nnz = 0, width = 0, next_try = 0, gap = 1;
     int64_t *row_seg = out->row_seg, *rem_row = out->rem_row;
     for (int64_t i = 0; i < seq_q; i++) {
       row_seg[i] = nseg;
@@ -109,6 +112,39 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
       if (n >= 0) {
         for (int s = 0; s < n; s++) row_nnz += splat__segment_nnz(segs[s]);
         nseg += n;
+        /* Rows that repeat this one (exactly, or moved right a column a row): copies.
+         * Asked again at once after a run, else after a gap doubling up to RUN_GAP_MAX
+         * rows (patterns without runs then pay almost nothing for the question). */
+        int shift = 0;
+        int64_t end = i;
+        if (i >= next_try) {
+          end = splat__row_run(e, i, &shift);
+          gap = end > i ? 1 : (2 * gap < RUN_GAP_MAX ? 2 * gap : RUN_GAP_MAX);
+          next_try = end > i ? end + 1 : i + gap;
+        }
+        if (end > i && n > 0) {
+          if (!grow((void **)&out->segs, &seg_cap, nseg + (end - i) * n + max_segments,
+                    sizeof *out->segs)) {
+            st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for segments");
+            goto fail;
+          }
+          segs = out->segs + nseg - n;
+          splat__segment *dst = segs + n;
+          for (int64_t r = i + 1; r <= end; r++, dst += n) {
+            row_seg[r] = nseg;
+            rem_row[r] = rem_nnz;
+            const int32_t d = shift ? (int32_t)(r - i) : 0;
+            for (int s = 0; s < n; s++) {
+              dst[s] = segs[s];
+              dst[s].start += d;
+            }
+            nseg += n;
+          }
+        } else if (end > i) { /* empty rows */
+          for (int64_t r = i + 1; r <= end; r++) row_seg[r] = nseg, rem_row[r] = rem_nnz;
+        }
+        nnz += row_nnz * (end - i);
+        i = end;
       } else {
         if (!grow((void **)&out->rem_cols, &rem_cap, rem_nnz + (seq_k > 0 ? seq_k : 1),
                   sizeof *out->rem_cols)) {
