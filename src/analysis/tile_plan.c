@@ -308,8 +308,10 @@ static inline int64_t imin64(int64_t a, int64_t b) {
  * ceiling in key tiles: none past this one when v sits on a tile boundary. */
 static inline int64_t steady_rows(const builder *b, int64_t v, int64_t dv) {
   const int64_t m = div_tk(b, v) * b->tk;
-  if (v == m || dv >= b->tk || -dv >= b->tk) return 1;
-  return dv > 0 ? (m + b->tk - v + dv - 1) / dv : (v - m - dv - 1) / -dv;
+  if (v == m) return 1;
+  /* distance to the boundary ahead, and the step towards it */
+  const int64_t gap = dv > 0 ? m + b->tk - v : v - m, step = dv > 0 ? dv : -dv;
+  return gap <= step ? 1 : (gap + step - 1) / step;
 }
 
 static inline void flush_tuple(builder *b, const int64_t t[4], int32_t c) {
@@ -697,6 +699,43 @@ typedef struct phase_table {
   int32_t *ids;
 } phase_table;
 
+/* A lower bound on the identity plan's key tiles, gathered row by row in identity order:
+ * in each identity tile every distinct non-trivial class is a group of the tile, and a
+ * row's dominant segment alone touches at least ceil(len / tile_k) key tiles of it. */
+typedef struct lower_bound {
+  int32_t *seen, *mx; /* per class: last tile seen in, largest len there */
+  int32_t *list;      /* classes of the current tile, [tile_q] */
+  int32_t nl, tile, cap;
+  int64_t tiles;
+} lower_bound;
+
+/* Adds a row of class id with dominant length len; last: the row ends its tile. 0 on OOM.
+ * b: for the key tile size. */
+static int lower_bound_add(lower_bound *l, int32_t id, int64_t len, int last, const builder *b) {
+  if (id >= l->cap) {
+    int32_t c = l->cap > 0 ? l->cap : 64;
+    while (c <= id) c *= 2;
+    int32_t *s = realloc(l->seen, (size_t)c * sizeof *s);
+    if (!s) return 0;
+    l->seen = s;
+    int32_t *m = realloc(l->mx, (size_t)c * sizeof *m);
+    if (!m) return 0;
+    l->mx = m;
+    for (int32_t k = l->cap; k < c; k++) l->seen[k] = -1;
+    l->cap = c;
+  }
+  if (len > 0) {
+    if (l->seen[id] != l->tile) l->seen[id] = l->tile, l->mx[id] = 0, l->list[l->nl++] = id;
+    if (len > l->mx[id]) l->mx[id] = (int32_t)len;
+  }
+  if (last) {
+    for (int32_t k = 0; k < l->nl; k++) l->tiles += div_tk(b, l->mx[l->list[k]] + b->tk - 1);
+    l->nl = 0;
+    l->tile++;
+  }
+  return 1;
+}
+
 static int check_tile(int *v) {
   if (*v == 0) *v = DEFAULT_TILE;
   if (*v < 0 || *v > MAX_TILE) return 0;
@@ -728,7 +767,9 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   b.tk = tile_k;
   b.tk_shift = -1;
   if ((tile_k & (tile_k - 1)) == 0) b.tk_shift = __builtin_ctz((unsigned)tile_k);
-  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL, *dlen = NULL;
+  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL;
+  lower_bound lbs;
+  memset(&lbs, 0, sizeof lbs);
   phase_table pt[PHASE_TABLES];
   memset(pt, 0, sizeof pt);
   int64_t *bounds = NULL;
@@ -739,19 +780,20 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
 
   out->tile_q = tile_q;
   out->tile_k = tile_k;
-  out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
+  /* The identity order (a) is written out only at the end when it is the plan's, unless
+   * irregular rows make it a real permutation. */
+  if (a->rem_rows > 0) out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
   const int64_t ivmax = (int64_t)tile_q * K;
   b.iv = malloc((size_t)ivmax * sizeof *b.iv);
   b.iv2 = malloc((size_t)ivmax * sizeof *b.iv2);
-  if (!out->perm || !b.iv || !b.iv2 || !gmap_init(&b.gm, 2 * ivmax) || !ensure_groups(&b, 16) ||
-      !ensure_positions(&b, a->seq_k / tile_k + 3))
+  if ((a->rem_rows > 0 && !out->perm) || !b.iv || !b.iv2 || !gmap_init(&b.gm, 2 * ivmax) ||
+      !ensure_groups(&b, 16) || !ensure_positions(&b, a->seq_k / tile_k + 3))
     goto oom;
 
   /* (a) identity order: regular rows first, then irregular rows. */
   int64_t nreg = 0;
   out->permuted = 0;
   if (a->rem_rows == 0) {
-    for (int64_t i = 0; i < seq_q; i++) out->perm[i] = (int32_t)i;
     nreg = seq_q;
   } else {
     for (int64_t i = 0; i < seq_q; i++)
@@ -778,7 +820,7 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   b.stop_at_strided = b.saw_strided = 0;
   if (!any_strided) { /* (a) complete: the plan */
     builder_take(&b, out);
-    goto done;
+    goto finish;
   }
   free(b.tiles); /* the incomplete plan */
   b.tiles = NULL;
@@ -791,15 +833,14 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   int32_t C = 0;
   {
     cls = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *cls);
-    dlen = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *dlen);
-    if (!cls || !dlen || !gmap_init(&cm, 64)) goto oom;
+    lbs.list = malloc((size_t)tile_q * sizeof *lbs.list);
+    if (!cls || !lbs.list || !gmap_init(&cm, 64)) goto oom;
     int nontrivial = 0, npt = 0;
-    int32_t cd = 0, cq = 0;
+    int32_t cd = 0, cq = 0, in_tile = 0; /* rows of the current identity tile */
     for (int64_t p = 0; p < nreg; p++) {
       int64_t len;
-      const splat__key_group g = row_class(a, out->perm[p], &len, &cd, &cq);
+      const splat__key_group g = row_class(a, out->perm ? out->perm[p] : p, &len, &cd, &cq);
       if (g.stride > 1) nontrivial = 1;
-      dlen[p] = (int32_t)len;
       int32_t *slot = NULL; /* the class's entry in a phase table */
       if (g.phase >= 0 && g.phase < g.stride && g.stride <= PHASE_TABLE_MAX_STRIDE) {
         int k = 0;
@@ -821,6 +862,8 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
         if (slot) *slot = id;
       }
       cls[p] = id;
+      if (++in_tile == tile_q) in_tile = 0;
+      if (!lower_bound_add(&lbs, id, len, in_tile == 0 || p == nreg - 1, &b)) goto oom;
     }
     C = cm.n;
     have_alt = nontrivial && C > 1;
@@ -846,7 +889,8 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
       int64_t *fill = malloc((size_t)C * sizeof *fill);
       if (!fill) goto oom;
       memcpy(fill, bounds, (size_t)C * sizeof *fill);
-      for (int64_t p = 0; p < nreg; p++) perm_b[fill[rank[cls[p]]]++] = out->perm[p];
+      for (int64_t p = 0; p < nreg; p++)
+        perm_b[fill[rank[cls[p]]]++] = out->perm ? out->perm[p] : (int32_t)p;
       free(fill);
     }
     for (int64_t p = nreg; p < seq_q; p++) perm_b[p] = out->perm[p];
@@ -856,40 +900,9 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
     builder_take(&b, &alt);
   }
 
-  /* (a) identity order, unless a lower bound on its work already exceeds the regrouped
-   * plan's (then (b) wins the comparison below whatever (a) would be). In each identity
-   * tile, every distinct non-trivial class is a group of the tile, and a row's dominant
-   * segment alone touches at least ceil(len / tile_k) key tiles of that group. */
-  int need_identity = 1;
-  if (have_alt) {
-    int32_t *seen = malloc((size_t)C * sizeof *seen);
-    int32_t *mx = malloc((size_t)C * sizeof *mx);
-    int32_t *list = malloc((size_t)C * sizeof *list);
-    if (!seen || !mx || !list) {
-      free(seen);
-      free(mx);
-      free(list);
-      goto oom;
-    }
-    for (int32_t c = 0; c < C; c++) seen[c] = -1;
-    int64_t lb = 0; /* key tiles */
-    int32_t tile = 0;
-    for (int64_t pb = 0; pb < nreg; pb += tile_q, tile++) {
-      const int64_t pe = pb + tile_q < nreg ? pb + tile_q : nreg;
-      int32_t nl = 0;
-      for (int64_t p = pb; p < pe; p++) {
-        if (dlen[p] <= 0) continue;
-        const int32_t c = cls[p];
-        if (seen[c] != tile) seen[c] = tile, mx[c] = 0, list[nl++] = c;
-        if (dlen[p] > mx[c]) mx[c] = dlen[p];
-      }
-      for (int32_t i = 0; i < nl; i++) lb += (mx[list[i]] + tile_k - 1) / tile_k;
-    }
-    free(seen);
-    free(mx);
-    free(list);
-    need_identity = !(lb * tile_q * tile_k > alt.computed);
-  }
+  /* (a) identity order, unless the lower bound on its work (lower_bound) already exceeds
+   * the regrouped plan's (then (b) wins the comparison below whatever (a) would be). */
+  const int need_identity = !have_alt || !(lbs.tiles * tile_q * tile_k > alt.computed);
   if (need_identity) {
     b.row_seg = a->row_seg;
     b.segs = a->segs;
@@ -919,6 +932,12 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
     alt.tiles = NULL;
     alt.runs = NULL;
   }
+finish:
+  if (!out->perm) { /* the identity order is the plan's */
+    out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
+    if (!out->perm) goto oom;
+    for (int64_t i = 0; i < seq_q; i++) out->perm[i] = (int32_t)i;
+  }
   goto done;
 
 oom:
@@ -934,7 +953,9 @@ done:
   free(perm_b);
   free(rank);
   free(cls);
-  free(dlen);
+  free(lbs.seen);
+  free(lbs.mx);
+  free(lbs.list);
   for (int k = 0; k < PHASE_TABLES; k++) free(pt[k].ids);
   free(bounds);
   if (st != SPLAT_OK) splat__tile_plan_free(out);
