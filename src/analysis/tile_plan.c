@@ -206,8 +206,9 @@ typedef struct builder {
 } builder;
 
 /* Rows of a permuted order are scattered in memory: fetch the segment range and the
- * segments of rows a little ahead (two dependent loads per row); positions clamped to
- * the order. A macro: gcc deletes calls to a function holding only prefetches. */
+ * segments of rows a little ahead (two dependent loads per row; a row's first three
+ * segments may straddle two lines: both fetched); positions clamped to the order. A
+ * macro: gcc deletes calls to a function holding only prefetches. */
 #define PF_SEGS 8
 #define PF_RANGE 16
 #define PREFETCH_ROW(b, order, p)                                        \
@@ -216,7 +217,9 @@ typedef struct builder {
     const int64_t p1_ = (p) + PF_RANGE < last_ ? (p) + PF_RANGE : last_; \
     const int64_t p2_ = (p) + PF_SEGS < last_ ? (p) + PF_SEGS : last_;   \
     __builtin_prefetch(&(b)->row_seg[(order)[p1_]]);                     \
-    __builtin_prefetch(&(b)->segs[(b)->row_seg[(order)[p2_]]]);          \
+    const splat__segment *s_ = &(b)->segs[(b)->row_seg[(order)[p2_]]];   \
+    __builtin_prefetch(s_);                                              \
+    __builtin_prefetch((const void *)((uintptr_t)s_ + 48));              \
   } while (0)
 
 static void builder_free_scratch(builder *b) {
@@ -349,8 +352,8 @@ static int plan_group(builder *b, splat__key_group grp, const ival *iv, int64_t 
       const int64_t fa = ta + (x != ta * tk);
       const int64_t fe = div_tk(b, z);
       int64_t step = v->n - r;
-      if (v->da) step = imin64(step, steady_rows(b, x, v->da));
-      if (v->db) step = imin64(step, steady_rows(b, z, v->db));
+      if (v->da && step > 1) step = imin64(step, steady_rows(b, x, v->da));
+      if (v->db && step > 1) step = imin64(step, steady_rows(b, z, v->db));
       x += step * v->da;
       z += step * v->db;
       r += (int32_t)step;
