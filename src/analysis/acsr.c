@@ -35,6 +35,27 @@ static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
   return 1;
 }
 
+/* Rows i+1..end repeat row i, whose n segments end the array (*nseg of them): appends
+ * them, moved right r - i columns for row r when shift. 0 on OOM. */
+static int copy_run(splat__acsr *out, int64_t *seg_cap, int64_t *nseg, int64_t i, int64_t end,
+                    int n, int shift, int64_t rem_nnz, int max_segments) {
+  if (!grow((void **)&out->segs, seg_cap, *nseg + (end - i) * n + max_segments, sizeof *out->segs))
+    return 0;
+  const splat__segment *src = out->segs + *nseg - n;
+  splat__segment *dst = out->segs + *nseg;
+  for (int64_t r = i + 1; r <= end; r++, dst += n) {
+    out->row_seg[r] = *nseg + (r - i - 1) * n;
+    out->rem_row[r] = rem_nnz;
+    const int32_t d = shift ? (int32_t)(r - i) : 0;
+    for (int s = 0; s < n; s++) {
+      dst[s] = src[s];
+      dst[s].start += d;
+    }
+  }
+  *nseg += (end - i) * n;
+  return 1;
+}
+
 void splat__acsr_free(splat__acsr *a) {
   if (!a) return;
   free(a->row_seg);
@@ -115,36 +136,20 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
         /* Rows that repeat this one (exactly, or moved right a column a row): copies.
          * Asked again at once after a run, else after a gap doubling up to RUN_GAP_MAX
          * rows (patterns without runs then pay almost nothing for the question). */
-        int shift = 0;
-        int64_t end = i;
         if (i >= next_try) {
-          end = splat__row_run(e, i, &shift);
+          int shift;
+          const int64_t end = splat__row_run(e, i, &shift);
           gap = end > i ? 1 : (2 * gap < RUN_GAP_MAX ? 2 * gap : RUN_GAP_MAX);
           next_try = end > i ? end + 1 : i + gap;
-        }
-        if (end > i && n > 0) {
-          if (!grow((void **)&out->segs, &seg_cap, nseg + (end - i) * n + max_segments,
-                    sizeof *out->segs)) {
-            st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for segments");
-            goto fail;
-          }
-          segs = out->segs + nseg - n;
-          splat__segment *dst = segs + n;
-          for (int64_t r = i + 1; r <= end; r++, dst += n) {
-            row_seg[r] = nseg;
-            rem_row[r] = rem_nnz;
-            const int32_t d = shift ? (int32_t)(r - i) : 0;
-            for (int s = 0; s < n; s++) {
-              dst[s] = segs[s];
-              dst[s].start += d;
+          if (end > i) {
+            if (!copy_run(out, &seg_cap, &nseg, i, end, n, shift, rem_nnz, max_segments)) {
+              st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for segments");
+              goto fail;
             }
-            nseg += n;
+            nnz += row_nnz * (end - i);
+            i = end;
           }
-        } else if (end > i) { /* empty rows */
-          for (int64_t r = i + 1; r <= end; r++) row_seg[r] = nseg, rem_row[r] = rem_nnz;
         }
-        nnz += row_nnz * (end - i);
-        i = end;
       } else {
         if (!grow((void **)&out->rem_cols, &rem_cap, rem_nnz + (seq_k > 0 ? seq_k : 1),
                   sizeof *out->rem_cols)) {
