@@ -1,7 +1,9 @@
 /* test_analysis.c — ACSR, tile plan and report against brute force: every row's
- * columns, every plan expanded back to a count matrix (each mask element exactly once),
- * alignment of dilated / strided patterns, report fields, formatting and misuse.
- * Also prints the analysis time of longformer(256,64) at 131072 and tile waste figures. */
+ * columns (and every ACSR row against row evaluation), every plan expanded back to a
+ * count matrix (each mask element exactly once) and its runs against the smallest plan
+ * worked out row by row (reference patterns, random and affine synthetic rows), alignment of
+ * dilated / strided patterns, report fields, formatting and misuse. Also prints the analysis time
+ * of longformer(256,64) at 131072 and tile waste figures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +220,96 @@ static int check_plan_exact(const splat__acsr *a, const splat__tile_plan *t, con
   return ok;
 }
 
+/* Gathered interval [*x, *y] of segment s in its group (independent of the library). */
+static void gathered(splat__segment s, int64_t *x, int64_t *y) {
+  *x = s.stride > 1 ? (int64_t)(s.start / s.stride) * s.width : s.start;
+  *y = *x + (int64_t)s.count * s.width - 1;
+}
+
+/* The plan's runs, tile by tile, against the smallest plan worked out row by row: per
+ * tile, its groups in (stride, phase, width) order; per group, from the lowest gathered
+ * index of its rows' segments, every key tile a row's segment touches, full when every
+ * row has a segment wholly containing it; consecutive tiles alike as one run. */
+static int plan_runs_minimal(const splat__acsr *a, const splat__tile_plan *t, const char *what) {
+  const int64_t tk = t->tile_k;
+  for (int64_t q = 0; q < t->ntiles; q++) {
+    const splat__query_tile *qt = &t->tiles[q];
+    int64_t ri = qt->run_begin, ri_end = qt->run_begin + qt->nruns;
+    splat__key_group prev = {0, 0, 0};
+    for (;;) { /* the next group after prev, in plan order */
+      splat__key_group g = {0, 0, 0};
+      int have = 0;
+      int64_t lo = INT64_MAX, hi = -1;
+      for (int32_t r = 0; r < qt->nrows; r++) {
+        const int64_t row = t->perm[qt->row_begin + r];
+        for (int64_t si = a->row_seg[row]; si < a->row_seg[row + 1]; si++) {
+          const splat__key_group h = splat__segment_group(a->segs[si]);
+          const int after =
+              prev.stride == 0 || h.stride > prev.stride ||
+              (h.stride == prev.stride &&
+               (h.phase > prev.phase || (h.phase == prev.phase && h.width > prev.width)));
+          const int before = !have || h.stride < g.stride ||
+                             (h.stride == g.stride &&
+                              (h.phase < g.phase || (h.phase == g.phase && h.width < g.width)));
+          if (after && before) g = h, have = 1;
+        }
+      }
+      if (!have) break;
+      for (int32_t r = 0; r < qt->nrows; r++) {
+        const int64_t row = t->perm[qt->row_begin + r];
+        for (int64_t si = a->row_seg[row]; si < a->row_seg[row + 1]; si++) {
+          if (!same_group(splat__segment_group(a->segs[si]), g)) continue;
+          int64_t x, y;
+          gathered(a->segs[si], &x, &y);
+          if (x < lo) lo = x;
+          if (y > hi) hi = y;
+        }
+      }
+      int64_t run_tile = -1, run_n = 0, run_pred = 0;
+      for (int64_t kt = 0; kt <= (hi - lo) / tk + 1; kt++) {
+        const int64_t k0 = lo + kt * tk, k1 = k0 + tk - 1;
+        int touched = 0, full_rows = 0;
+        for (int32_t r = 0; r < qt->nrows && kt <= (hi - lo) / tk; r++) {
+          const int64_t row = t->perm[qt->row_begin + r];
+          for (int64_t si = a->row_seg[row]; si < a->row_seg[row + 1]; si++) {
+            if (!same_group(splat__segment_group(a->segs[si]), g)) continue;
+            int64_t x, y;
+            gathered(a->segs[si], &x, &y);
+            touched |= x <= k1 && y >= k0;
+            full_rows += x <= k0 && y >= k1;
+          }
+        }
+        const int pred = full_rows != qt->nrows;
+        if (run_n > 0 && (!touched || pred != run_pred)) { /* the run ends: compare */
+          const splat__key_run want = {g, (int32_t)(lo + run_tile * tk), (int32_t)run_n,
+                                       (int32_t)run_pred};
+          if (ri >= ri_end || !same_group(t->runs[ri].group, want.group) ||
+              t->runs[ri].base != want.base || t->runs[ri].ntiles != want.ntiles ||
+              t->runs[ri].predicate != want.predicate) {
+            fprintf(stderr,
+                    "  %s: tile %lld: run #%lld is not (group %d/%d/%d base %d, %d tiles, "
+                    "predicate %d)\n",
+                    what, (long long)q, (long long)(ri - qt->run_begin), g.phase, g.stride, g.width,
+                    want.base, want.ntiles, want.predicate);
+            return 0;
+          }
+          ri++;
+          run_n = 0;
+        }
+        if (touched && run_n == 0) run_tile = kt, run_pred = pred;
+        if (touched) run_n++;
+      }
+      prev = g;
+    }
+    if (ri != ri_end) {
+      fprintf(stderr, "  %s: tile %lld has %lld runs more than the smallest plan\n", what,
+              (long long)q, (long long)(ri_end - ri));
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* The two-pass plans of the fused attention (splat__tile_plan_passes): when chosen, both
  * passes' tiles together compute every (row, key) of the mask exactly once, each pass
  * covers every regular row, and they compute at most 3/4 of the single plan. Returns 1
@@ -277,6 +369,7 @@ static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_sha
       CHECKF(st == SPLAT_OK, "%s: plan failed: %s", w2, splat_last_error(NULL));
       if (st != SPLAT_OK) continue;
       CHECKF(check_plan_exact(&a, &t, &d, w2), "%s: plan not exact", w2);
+      CHECKF(plan_runs_minimal(&a, &t, w2), "%s: runs are not the smallest plan's", w2);
       two_pass_plans += check_passes(&a, &t, &d, w2);
       /* Histogram and totals of the report. */
       splat_report rep;
@@ -308,6 +401,48 @@ static void test_reference_patterns(void) {
   /* strided | window mixes at least must take two passes. */
   CHECKF(two_pass_plans > 0, "no reference plan took two passes");
   printf("two-pass attention plans: %d of the reference plans\n", two_pass_plans);
+}
+
+/* The ACSR build copies rows that repeat an evaluated one (splat__row_run): every row
+ * must still be exactly what row evaluation gives, segment for segment, at awkward
+ * sizes, shapes and K (irregular rows included). */
+static void test_acsr_rows_as_evaluated(void) {
+  const int64_t shapes[][2] = {{97, 97},   {1000, 1000}, {4097, 4097},
+                               {97, 1000}, {1000, 97},   {4097, 1000}};
+  const int ks[] = {SPLAT_MAX_SEGMENTS, 1, 2, 3};
+  int64_t bad = 0;
+  for (int r = 0; r < splat_ref_pattern_count; r++) {
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      splat_pattern *p = NULL;
+      if (splat_pattern_parse(splat_ref_patterns[r].spec, shapes[sh][0], shapes[sh][1], &p))
+        continue;
+      splat__row_eval *e = NULL;
+      CHECK(splat__row_eval_create(p, &e) == SPLAT_OK);
+      for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        splat__acsr a;
+        if (splat__acsr_build(p, ks[ki], &a) != SPLAT_OK) {
+          bad++;
+          continue;
+        }
+        for (int64_t i = 0; i < a.seq_q; i++) {
+          splat__segment g[SPLAT_MAX_SEGMENTS];
+          const int n = splat__row_segments(e, i, g, ks[ki]);
+          const int64_t have = a.row_seg[i + 1] - a.row_seg[i];
+          const int ok = n < 0 ? have == 0 && splat__acsr_row_irregular(&a, i)
+                               : have == n && !splat__acsr_row_irregular(&a, i) &&
+                                     memcmp(g, a.segs + a.row_seg[i], (size_t)n * sizeof *g) == 0;
+          if (!ok && bad++ < 5)
+            fprintf(stderr, "  '%s' %lldx%lld K=%d: ACSR row %lld is not the evaluated row\n",
+                    splat_ref_patterns[r].spec, (long long)shapes[sh][0], (long long)shapes[sh][1],
+                    ks[ki], (long long)i);
+        }
+        splat__acsr_free(&a);
+      }
+      splat__row_eval_destroy(e);
+      splat_pattern_destroy(p);
+    }
+  }
+  CHECKF(bad == 0, "%lld ACSR rows differ from row evaluation", (long long)bad);
 }
 
 /* K = 1 sends rows of two segments to the remainder: the union stays exact. */
@@ -435,7 +570,76 @@ static void test_synthetic_segments(void) {
                (long long)sk, tile_shapes[sh][0], tile_shapes[sh][1]);
       CHECK(splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
       CHECKF(check_plan_exact(&a, &t, NULL, what), "%s", what);
+      CHECKF(plan_runs_minimal(&a, &t, what), "%s: runs are not the smallest plan's", what);
       /* a permuted plan of this kind (no irregular rows) keeps one class per tile */
+      splat__tile_plan_free(&t);
+    }
+    splat__acsr_free(&a);
+  }
+}
+
+/* Hand-built ACSR whose rows come in runs where each segment's start and count move by
+ * a fixed step a row (forwards or backwards, strided segments by whole strides or not),
+ * as the tile plan reads them: the plan against the segments and against the smallest
+ * plan worked out row by row. Slot k of a row stays in its own band of columns. */
+static void test_affine_rows(void) {
+  for (int it = 0; it < 200; it++) {
+    const int64_t sq = rnd_in(1, 400), sk = rnd_in(8, 600);
+    const int nslot = (int)rnd_in(1, 4);
+    const int64_t band = sk / nslot;
+    splat__acsr a;
+    memset(&a, 0, sizeof a);
+    a.seq_q = sq;
+    a.seq_k = sk;
+    a.max_segments = SPLAT_MAX_SEGMENTS;
+    a.row_seg = malloc((size_t)(sq + 1) * sizeof *a.row_seg);
+    a.rem_row = calloc((size_t)(sq + 1), sizeof *a.rem_row);
+    a.segs = malloc((size_t)(sq * nslot) * sizeof *a.segs);
+    int64_t n = 0, left = 0; /* rows left in the current run */
+    int64_t o[4], d[4], c[4], w[4], ds[4], dc[4];
+    for (int64_t i = 0; i < sq; i++) {
+      a.row_seg[i] = n;
+      if (left == 0) { /* a new run: each slot's first segment and steps */
+        left = rnd_in(1, 150);
+        for (int k = 0; k < nslot; k++) {
+          d[k] = (rnd() % 2) ? 1 : rnd_in(2, 9);
+          w[k] = d[k] > 1 && rnd() % 3 == 0 ? rnd_in(2, d[k]) - 1 : 1;
+          o[k] = k * band + rnd_in(0, band / 2);
+          c[k] = rnd_in(1, 12);
+          const int64_t u = (rnd() % 4 == 0) ? rnd_in(1, 3) : 0; /* extra, off the stride */
+          ds[k] = (int64_t)rnd_in(-2, 2) * (d[k] > 1 ? d[k] : rnd_in(0, 70)) + u;
+          dc[k] = rnd_in(-2, 2);
+        }
+      }
+      left--;
+      for (int k = 0; k < nslot; k++) {
+        /* stay a canonical segment inside band k, else this run ends with the row */
+        const int64_t cnt = d[k] > 1 && c[k] < 2 ? 2 : c[k];
+        if (o[k] < k * band || cnt < 1 || o[k] + (cnt - 1) * d[k] + w[k] > (k + 1) * band) left = 0;
+        if (o[k] < k * band) o[k] = k * band;
+        int64_t cc = cnt;
+        while (cc > 1 && o[k] + (cc - 1) * d[k] + w[k] > (k + 1) * band) cc--;
+        if (o[k] + w[k] > (k + 1) * band) continue;
+        if (cc < 1 || (d[k] > 1 && cc < 2)) continue;
+        const splat__segment g = {(int32_t)o[k], (int32_t)d[k], (int32_t)cc, (int32_t)w[k]};
+        a.segs[n++] = g;
+        a.nnz += splat__segment_nnz(g);
+        o[k] += ds[k];
+        c[k] += dc[k];
+      }
+    }
+    a.row_seg[sq] = n;
+    a.width = 1;
+    for (int64_t i = 0; i < sq; i++)
+      if (splat__acsr_row_nnz(&a, i) > a.width) a.width = splat__acsr_row_nnz(&a, i);
+    for (int sh = 0; sh < NSHAPES; sh++) {
+      splat__tile_plan t;
+      char what[128];
+      snprintf(what, sizeof what, "affine rows #%d %lldx%lld tile %dx%d", it, (long long)sq,
+               (long long)sk, tile_shapes[sh][0], tile_shapes[sh][1]);
+      CHECK(splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
+      CHECKF(check_plan_exact(&a, &t, NULL, what), "%s", what);
+      CHECKF(plan_runs_minimal(&a, &t, what), "%s: runs are not the smallest plan's", what);
       splat__tile_plan_free(&t);
     }
     splat__acsr_free(&a);
@@ -702,8 +906,10 @@ int main(void) {
   test_misuse();
   test_irregular_rows();
   test_synthetic_segments();
+  test_affine_rows();
   test_random_masks();
   test_reference_patterns();
+  test_acsr_rows_as_evaluated();
   test_alignment();
   test_report_bytes();
   test_format();

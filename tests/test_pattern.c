@@ -174,6 +174,67 @@ static void test_reference_table(void) {
          sizeof shapes / sizeof shapes[0], now_ms() - t0);
 }
 
+/* ---------------------------------------------------------------- repeated rows */
+
+/* Row q (through splat__row_segments at cap) equals row i's n segments g moved right by
+ * d columns, or is -1 like it. */
+static int row_repeats(splat__row_eval *e, int64_t q, int cap, const splat__segment *g, int n,
+                       int64_t d) {
+  splat__segment h[64];
+  if (splat__row_segments(e, q, h, cap) != n) return 0;
+  for (int s = 0; s < n; s++) {
+    if (h[s].start != g[s].start + d || h[s].stride != g[s].stride || h[s].count != g[s].count ||
+        h[s].width != g[s].width)
+      return 0;
+  }
+  return 1;
+}
+
+/* splat__row_run against the rows it claims to repeat, from every start row (every 7th
+ * at 4097), at several caps (rows past the cap and the bit fallback repeat too). */
+static void test_row_runs(void) {
+  static const int64_t shapes[][2] = {{97, 97}, {1000, 1000}, {97, 1000}, {1000, 97}, {4097, 4097}};
+  static const int caps[] = {64, SPLAT_MAX_SEGMENTS, 2, 1};
+  int64_t runs = 0, bad = 0;
+  for (int k = 0; k < splat_ref_pattern_count; k++) {
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      splat_pattern *p = NULL;
+      if (splat_pattern_parse(splat_ref_patterns[k].spec, shapes[sh][0], shapes[sh][1], &p))
+        continue;
+      splat__row_eval *e = NULL;
+      CHECK(splat__row_eval_create(p, &e) == SPLAT_OK);
+      const int64_t sq = shapes[sh][0], step = sq > 1000 ? 7 : 1;
+      for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        for (int64_t i = 0; i < sq; i += step) {
+          splat__segment g[64];
+          const int n = splat__row_segments(e, i, g, caps[c]);
+          int shift = -1;
+          const int64_t end = splat__row_run(e, i, &shift);
+          if (end < i || end >= sq || (shift != 0 && shift != 1)) {
+            bad++;
+            continue;
+          }
+          runs += end > i;
+          /* The first 64 rows of the run and its last. */
+          for (int64_t q = i + 1; q <= end; q = q < i + 64 ? q + 1 : (q < end ? end : q + 1)) {
+            if (!row_repeats(e, q, caps[c], g, n, shift ? q - i : 0)) {
+              if (bad++ < 5)
+                fprintf(stderr, "  '%s' %lldx%lld cap %d: row %lld does not repeat row %lld\n",
+                        splat_ref_patterns[k].spec, (long long)sq, (long long)shapes[sh][1],
+                        caps[c], (long long)q, (long long)i);
+              break;
+            }
+          }
+        }
+      }
+      splat__row_eval_destroy(e);
+      splat_pattern_destroy(p);
+    }
+  }
+  CHECKF(bad == 0, "%lld rows do not repeat the row their run starts at", (long long)bad);
+  CHECKF(runs > 0, "no row starts a run");
+}
+
 /* ---------------------------------------------------------------- shapes of rows */
 
 /* Row i of spec at seq x seq as segments (cap 64). */
@@ -730,6 +791,7 @@ int main(void) {
   test_masks();
   test_random_expressions();
   test_reference_table();
+  test_row_runs();
   time_rows("longformer(256,64)", 131072);
   time_rows("window(256) | global(64)", 131072);
   time_rows("strided(64) | window(64)", 131072);

@@ -1,7 +1,8 @@
 /* acsr.c — builds the generalised ACSR format: each row's columns as up to K affine
  * segments from the pattern's row evaluator, rows needing more going to a CSR remainder.
  * One pass over the rows, arrays sized from sample rows and grown geometrically:
- * O(seq_q x K) for closed forms. */
+ * O(seq_q x K) for closed forms. Rows that repeat an evaluated row (the same segments,
+ * or all moved right a column a row: splat__row_run) are copied instead of evaluated. */
 #include "analysis/acsr.h"
 
 #include <stdint.h>
@@ -19,6 +20,8 @@ static void advise_huge(void *p, size_t bytes) {
   if (p && hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 }
 
+#define RUN_GAP_MAX 64
+
 /* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
 static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
   if (need <= *cap) return 1;
@@ -29,6 +32,27 @@ static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
   *buf = p;
   *cap = ncap;
   advise_huge(p, (size_t)ncap * elem);
+  return 1;
+}
+
+/* Rows i+1..end repeat row i, whose n segments end the array (*nseg of them): appends
+ * them, moved right r - i columns for row r when shift. 0 on OOM. */
+static int copy_run(splat__acsr *out, int64_t *seg_cap, int64_t *nseg, int64_t i, int64_t end,
+                    int n, int shift, int64_t rem_nnz, int max_segments) {
+  if (!grow((void **)&out->segs, seg_cap, *nseg + (end - i) * n + max_segments, sizeof *out->segs))
+    return 0;
+  const splat__segment *src = out->segs + *nseg - n;
+  splat__segment *dst = out->segs + *nseg;
+  for (int64_t r = i + 1; r <= end; r++, dst += n) {
+    out->row_seg[r] = *nseg + (r - i - 1) * n;
+    out->rem_row[r] = rem_nnz;
+    const int32_t d = shift ? (int32_t)(r - i) : 0;
+    for (int s = 0; s < n; s++) {
+      dst[s] = src[s];
+      dst[s].start += d;
+    }
+  }
+  *nseg += (end - i) * n;
   return 1;
 }
 
@@ -92,7 +116,7 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
   }
 
   {
-    int64_t nseg = 0, rem_nnz = 0, rem_rows = 0, nnz = 0, width = 0;
+    int64_t nseg = 0, rem_nnz = 0, rem_rows = 0, nnz = 0, width = 0, next_try = 0, gap = 1;
     int64_t *row_seg = out->row_seg, *rem_row = out->rem_row;
     for (int64_t i = 0; i < seq_q; i++) {
       row_seg[i] = nseg;
@@ -109,6 +133,23 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
       if (n >= 0) {
         for (int s = 0; s < n; s++) row_nnz += splat__segment_nnz(segs[s]);
         nseg += n;
+        /* Rows that repeat this one (exactly, or moved right a column a row): copies.
+         * Asked again at once after a run, else after a gap doubling up to RUN_GAP_MAX
+         * rows (patterns without runs then pay almost nothing for the question). */
+        if (i >= next_try) {
+          int shift;
+          const int64_t end = splat__row_run(e, i, &shift);
+          gap = end > i ? 1 : (2 * gap < RUN_GAP_MAX ? 2 * gap : RUN_GAP_MAX);
+          next_try = end > i ? end + 1 : i + gap;
+          if (end > i) {
+            if (!copy_run(out, &seg_cap, &nseg, i, end, n, shift, rem_nnz, max_segments)) {
+              st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "acsr: out of memory for segments");
+              goto fail;
+            }
+            nnz += row_nnz * (end - i);
+            i = end;
+          }
+        }
       } else {
         if (!grow((void **)&out->rem_cols, &rem_cap, rem_nnz + (seq_k > 0 ? seq_k : 1),
                   sizeof *out->rem_cols)) {

@@ -2,8 +2,10 @@
  * (in identity order, or regrouped by the key group of each row's dominant strided
  * segment, whichever computes less); for each tile and key group, the rows' segments
  * become intervals of gathered key indices, and the union span is cut into key tiles
- * marked full (no predicate) or predicated, untouched tiles dropped. Per tile the work
- * is O(intervals + key tiles / 64): events on a bitmap, swept in order. The identity
+ * marked full (no predicate) or predicated, untouched tiles dropped. A tile's rows are
+ * read in runs whose segments each move by a fixed step a row (one interval entry per
+ * segment per run, stepped through key tile by key tile). Per tile the work is
+ * O(runs x segments + key tiles / 64): events on a bitmap, swept in order. The identity
  * plan is skipped when a lower bound on its work already exceeds the regrouped plan's
  * (the choice stays exactly that of planning both). For the fused attention, a mask that
  * mixes contiguous and strided segments in a row may instead be planned as two passes, one
@@ -165,11 +167,13 @@ static void sort_ids(const splat__key_group *groups, int32_t n, int32_t *ids, gi
   for (int32_t i = 0; i < n; i++) ids[i] = pairs[i].id;
 }
 
-/* An interval [a, b] of gathered indices of group gid. */
+/* The intervals [a + k da, b + k db] of gathered indices of group gid, k = 0..n-1: one
+ * segment slot over a run of n rows in which that segment moves by a fixed step a row. */
 typedef struct ival {
   int32_t gid;
   int32_t slot; /* index of the segment in its row */
-  int32_t a, b;
+  int32_t a, b, da, db;
+  int32_t n;
 } ival;
 
 typedef struct builder {
@@ -202,8 +206,9 @@ typedef struct builder {
 } builder;
 
 /* Rows of a permuted order are scattered in memory: fetch the segment range and the
- * segments of rows a little ahead (two dependent loads per row); positions clamped to
- * the order. A macro: gcc deletes calls to a function holding only prefetches. */
+ * segments of rows a little ahead (two dependent loads per row; a row's first three
+ * segments may straddle two lines: both fetched); positions clamped to the order. A
+ * macro: gcc deletes calls to a function holding only prefetches. */
 #define PF_SEGS 8
 #define PF_RANGE 16
 #define PREFETCH_ROW(b, order, p)                                        \
@@ -212,7 +217,9 @@ typedef struct builder {
     const int64_t p1_ = (p) + PF_RANGE < last_ ? (p) + PF_RANGE : last_; \
     const int64_t p2_ = (p) + PF_SEGS < last_ ? (p) + PF_SEGS : last_;   \
     __builtin_prefetch(&(b)->row_seg[(order)[p1_]]);                     \
-    __builtin_prefetch(&(b)->segs[(b)->row_seg[(order)[p2_]]]);          \
+    const splat__segment *s_ = &(b)->segs[(b)->row_seg[(order)[p2_]]];   \
+    __builtin_prefetch(s_);                                              \
+    __builtin_prefetch((const void *)((uintptr_t)s_ + 48));              \
   } while (0)
 
 static void builder_free_scratch(builder *b) {
@@ -296,6 +303,20 @@ static inline int64_t div_tk(const builder *b, int64_t x) {
   return b->tk_shift >= 0 ? x >> b->tk_shift : x / b->tk;
 }
 
+static inline int64_t imin64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+/* Rows (>= 1) from this one over which v, moving by dv != 0 a row, keeps its floor and
+ * ceiling in key tiles: none past this one when v sits on a tile boundary. */
+static inline int64_t steady_rows(const builder *b, int64_t v, int64_t dv) {
+  const int64_t m = div_tk(b, v) * b->tk;
+  if (v == m) return 1;
+  /* distance to the boundary ahead, and the step towards it */
+  const int64_t gap = dv > 0 ? m + b->tk - v : v - m, step = dv > 0 ? dv : -dv;
+  return gap <= step ? 1 : (gap + step - 1) / step;
+}
+
 static inline void flush_tuple(builder *b, const int64_t t[4], int32_t c) {
   add_event(b, t[0], c, 0);
   add_event(b, t[1] + 1, -c, 0);
@@ -315,25 +336,35 @@ static int plan_group(builder *b, splat__key_group grp, const ival *iv, int64_t 
   const int64_t nwords = (T + 1 + 63) / 64;
   memset(b->bits, 0, (size_t)nwords * sizeof *b->bits);
 
-  /* Each interval touches key tiles [ta, tb] and wholly contains [fa, fe). Equal
-   * tuples of neighbouring rows in the same segment slot (common) are added once with
-   * a count. */
+  /* Each interval touches key tiles [ta, tb] and wholly contains [fa, fe). Along a
+   * run of rows the tuple stays the same while both ends stay inside one key tile (or
+   * on one boundary): it is added once per stretch, with the stretch's row count, and
+   * equal tuples of neighbouring stretches in the same segment slot are merged. */
   int64_t prev[SPLAT_MAX_SEGMENTS][4];
   int32_t cnt[SPLAT_MAX_SEGMENTS] = {0};
   for (int64_t k = 0; k < n; k++) {
-    const int64_t x = iv[k].a - lo, y = iv[k].b - lo;
-    const int64_t ta = div_tk(b, x), tb = div_tk(b, y);
-    const int64_t fa = ta + (x != ta * tk);
-    const int64_t fe = div_tk(b, y + 1);
-    const int sl = iv[k].slot < SPLAT_MAX_SEGMENTS ? iv[k].slot : SPLAT_MAX_SEGMENTS - 1;
+    const ival *v = &iv[k];
+    const int sl = v->slot < SPLAT_MAX_SEGMENTS ? v->slot : SPLAT_MAX_SEGMENTS - 1;
     int64_t *pv = prev[sl];
-    if (cnt[sl] && ta == pv[0] && tb == pv[1] && fa == pv[2] && fe == pv[3]) {
-      cnt[sl]++;
-      continue;
+    int64_t x = v->a - lo, z = (int64_t)v->b - lo + 1; /* z: one past the interval */
+    for (int32_t r = 0; r < v->n;) {
+      const int64_t ta = div_tk(b, x), tb = div_tk(b, z - 1);
+      const int64_t fa = ta + (x != ta * tk);
+      const int64_t fe = div_tk(b, z);
+      int64_t step = v->n - r;
+      if (v->da && step > 1) step = imin64(step, steady_rows(b, x, v->da));
+      if (v->db && step > 1) step = imin64(step, steady_rows(b, z, v->db));
+      x += step * v->da;
+      z += step * v->db;
+      r += (int32_t)step;
+      if (cnt[sl] && ta == pv[0] && tb == pv[1] && fa == pv[2] && fe == pv[3]) {
+        cnt[sl] += (int32_t)step;
+        continue;
+      }
+      if (cnt[sl]) flush_tuple(b, pv, cnt[sl]);
+      pv[0] = ta, pv[1] = tb, pv[2] = fa, pv[3] = fe;
+      cnt[sl] = (int32_t)step;
     }
-    if (cnt[sl]) flush_tuple(b, pv, cnt[sl]);
-    pv[0] = ta, pv[1] = tb, pv[2] = fa, pv[3] = fe;
-    cnt[sl] = 1;
   }
   for (int sl = 0; sl < SPLAT_MAX_SEGMENTS; sl++)
     if (cnt[sl]) flush_tuple(b, prev[sl], cnt[sl]);
@@ -374,7 +405,114 @@ static int plan_group(builder *b, splat__key_group grp, const ival *iv, int64_t 
   return 1;
 }
 
-/* One query tile: rows order[pb .. pb + nr) (positions pb.. when order is NULL). */
+/* Row-run state of one query tile: the groups seen (a few most recent checked before
+ * the map: a tile's segments usually fall in one or two groups) and the quotient cache
+ * of each segment slot. */
+typedef struct tile_scan {
+  splat__key_group mru_g[4];
+  int32_t mru_id[4];
+  int nmru, next;
+  int32_t qd[SPLAT_MAX_SEGMENTS], qq[SPLAT_MAX_SEGMENTS];
+  int64_t m; /* intervals in b->iv */
+} tile_scan;
+
+/* Appends the intervals of a run of n rows: row k's segment s is g[s] with its start
+ * moved by k ds[s] and its count by k dc[s] (no deltas when n == 1). 0 on OOM. */
+static int add_run(builder *b, tile_scan *ts, const splat__segment *g, int ns, const int32_t *ds,
+                   const int32_t *dc, int32_t n) {
+  for (int k = 0; k < ns; k++) {
+    const splat__segment s = g[k];
+    const int64_t dstart = n > 1 ? ds[k] : 0, dcount = n > 1 ? dc[k] : 0;
+    splat__key_group grp;
+    int32_t x;
+    int64_t da;
+    if (s.stride <= 1) {
+      grp.phase = 0, grp.stride = 1, grp.width = 1;
+      x = s.start;
+      da = dstart;
+    } else {
+      const int sl = k < SPLAT_MAX_SEGMENTS ? k : SPLAT_MAX_SEGMENTS - 1;
+      const int32_t q = quot_cached(s.start, s.stride, &ts->qd[sl], &ts->qq[sl]);
+      grp.phase = s.start - q * s.stride, grp.stride = s.stride, grp.width = s.width;
+      x = q * s.width;
+      da = dstart / s.stride * s.width;
+    }
+    const int32_t y = x + s.count * s.width - 1;
+    const int64_t db = da + dcount * s.width;
+    int32_t gid = -1;
+    for (int c = 0; c < ts->nmru; c++)
+      if (group_eq(grp, ts->mru_g[c])) {
+        gid = ts->mru_id[c];
+        break;
+      }
+    if (gid < 0) {
+      const int32_t n0 = b->gm.n;
+      gid = gmap_get(&b->gm, grp);
+      if (gid < 0 || !ensure_groups(b, gid + 1)) return 0;
+      if (gid == n0) { /* a new group in this tile */
+        b->glo[gid] = INT64_MAX;
+        b->ghi[gid] = -1;
+        b->gcnt[gid] = 0;
+      }
+      ts->mru_g[ts->next] = grp;
+      ts->mru_id[ts->next] = gid;
+      ts->next = (ts->next + 1) & 3;
+      if (ts->nmru < 4) ts->nmru++;
+    }
+    /* The ends move linearly: their extremes are at the first and last rows. */
+    const int64_t xl = x + (n - 1) * da, yl = y + (n - 1) * db;
+    const int64_t lo = x < xl ? x : xl, hi = y > yl ? y : yl;
+    if (lo < b->glo[gid]) b->glo[gid] = lo;
+    if (hi > b->ghi[gid]) b->ghi[gid] = hi;
+    b->gcnt[gid]++;
+    ival *v = &b->iv[ts->m++];
+    v->gid = gid;
+    v->slot = k;
+    v->a = x;
+    v->b = y;
+    v->da = (int32_t)da;
+    v->db = (int32_t)db;
+    v->n = n;
+  }
+  return 1;
+}
+
+/* The second row s of a run starting at row segments g (n of each): sets the steps
+ * (ds, dc) of each segment's start and count and the third row's segments nx. 0 when
+ * a stride or width differs or a strided segment changes phase. */
+static int start_run(const splat__segment *g, const splat__segment *s, int n, int32_t *ds,
+                     int32_t *dc, splat__segment *nx) {
+  if (n > SPLAT_MAX_SEGMENTS) return 0;
+  for (int k = 0; k < n; k++) {
+    if (s[k].stride != g[k].stride || s[k].width != g[k].width) return 0;
+    ds[k] = s[k].start - g[k].start;
+    dc[k] = s[k].count - g[k].count;
+    if (g[k].stride > 1 && ds[k] % g[k].stride != 0) return 0;
+    nx[k] = s[k];
+    nx[k].start += ds[k];
+    nx[k].count += dc[k];
+  }
+  return 1;
+}
+
+/* 1 when row segments s[0..n) are the predicted nx; then steps nx to the next row. */
+static inline int continues_run(const splat__segment *s, int n, const int32_t *ds,
+                                const int32_t *dc, splat__segment *nx) {
+  for (int k = 0; k < n; k++) {
+    if (s[k].start != nx[k].start || s[k].count != nx[k].count || s[k].stride != nx[k].stride ||
+        s[k].width != nx[k].width)
+      return 0;
+  }
+  for (int k = 0; k < n; k++) {
+    nx[k].start += ds[k];
+    nx[k].count += dc[k];
+  }
+  return 1;
+}
+
+/* One query tile: rows order[pb .. pb + nr) (positions pb.. when order is NULL). Rows
+ * are read in runs whose segments each move by a fixed step a row (the rows of a
+ * closed-form pattern mostly do), one interval list entry per segment per run. */
 static int plan_tile(builder *b, const int32_t *order, int64_t pb, int32_t nr) {
   splat__query_tile *qt = &b->tiles[b->ntiles++];
   qt->row_begin = pb;
@@ -384,99 +522,39 @@ static int plan_tile(builder *b, const int32_t *order, int64_t pb, int32_t nr) {
 
   const int64_t *row_seg = b->row_seg;
   const splat__segment *segs = b->segs;
-  ival *iv = b->iv;
-  int64_t m = 0;
-  { /* Fast path: every segment contiguous (window, causal, global, blocked, ...). */
-    int64_t lo = INT64_MAX, hi = -1;
-    for (int32_t r = 0; r < nr; r++) {
-      const int64_t row = order ? order[pb + r] : pb + r;
-      if (order) PREFETCH_ROW(b, order, pb + r);
-      const int64_t s0 = row_seg[row], s1 = row_seg[row + 1];
-      for (int64_t si = s0; si < s1; si++) {
-        const splat__segment s = segs[si];
-        if (s.stride > 1) goto general;
-        const int32_t x = s.start, y = s.start + s.count * s.width - 1;
-        lo = x < lo ? x : lo;
-        hi = y > hi ? y : hi;
-        iv[m].gid = 0;
-        iv[m].slot = (int32_t)(si - s0);
-        iv[m].a = x;
-        iv[m].b = y;
-        m++;
-      }
-    }
-    if (m > 0) {
-      const splat__key_group g = {0, 1, 1};
-      if (!plan_group(b, g, iv, m, lo, hi, nr)) return 0;
-    }
-    qt = &b->tiles[b->ntiles - 1];
-    qt->nruns = (int32_t)(b->nruns - qt->run_begin);
-    return 1;
-  }
-general:
-  if (b->stop_at_strided) {
-    b->saw_strided = 1;
-    return 1;
-  }
+  tile_scan ts;
+  ts.nmru = ts.next = 0;
+  memset(ts.qd, 0, sizeof ts.qd);
+  memset(ts.qq, 0, sizeof ts.qq);
+  ts.m = 0;
   gmap_clear(&b->gm);
-  m = 0;
-  {
-    /* The few most recent groups, checked before the map (a tile's rows usually
-     * alternate between one or two groups). */
-    splat__key_group mru_g[4];
-    int32_t mru_id[4];
-    int nmru = 0, next = 0;
-    int32_t qd[SPLAT_MAX_SEGMENTS] = {0}, qq[SPLAT_MAX_SEGMENTS] = {0};
-    for (int32_t r = 0; r < nr; r++) {
-      const int64_t row = order ? order[pb + r] : pb + r;
-      if (order) PREFETCH_ROW(b, order, pb + r);
-      const int64_t s0 = row_seg[row], s1 = row_seg[row + 1];
-      for (int64_t si = s0; si < s1; si++) {
-        const splat__segment s = segs[si];
-        splat__key_group g;
-        int32_t x, y;
-        if (s.stride <= 1) {
-          g.phase = 0, g.stride = 1, g.width = 1;
-          x = s.start;
-          y = s.start + s.count * s.width - 1;
-        } else {
-          const int sl = si - s0 < SPLAT_MAX_SEGMENTS ? (int)(si - s0) : SPLAT_MAX_SEGMENTS - 1;
-          const int32_t q = quot_cached(s.start, s.stride, &qd[sl], &qq[sl]);
-          g.phase = s.start - q * s.stride, g.stride = s.stride, g.width = s.width;
-          x = q * s.width;
-          y = x + s.count * s.width - 1;
+  const splat__segment *g = NULL; /* first row of the current run */
+  int gn = 0;                     /* its segments */
+  int32_t len = 0;                /* its rows */
+  int32_t ds[SPLAT_MAX_SEGMENTS], dc[SPLAT_MAX_SEGMENTS];
+  splat__segment nx[SPLAT_MAX_SEGMENTS]; /* the run's next row, predicted */
+  for (int32_t r = 0; r < nr; r++) {
+    const int64_t row = order ? order[pb + r] : pb + r;
+    if (order) PREFETCH_ROW(b, order, pb + r);
+    const splat__segment *s = segs + row_seg[row];
+    const int n = (int)(row_seg[row + 1] - row_seg[row]);
+    if (len > 0 && n == gn &&
+        (len == 1 ? start_run(g, s, n, ds, dc, nx) : continues_run(s, n, ds, dc, nx))) {
+      len++;
+      continue;
+    }
+    if (len > 0 && !add_run(b, &ts, g, gn, ds, dc, len)) return 0;
+    g = s, gn = n, len = 1;
+    if (b->stop_at_strided) {
+      for (int k = 0; k < n; k++)
+        if (s[k].stride > 1) {
+          b->saw_strided = 1;
+          return 1;
         }
-        int32_t gid = -1;
-        for (int c = 0; c < nmru; c++)
-          if (group_eq(g, mru_g[c])) {
-            gid = mru_id[c];
-            break;
-          }
-        if (gid < 0) {
-          const int32_t n0 = b->gm.n;
-          gid = gmap_get(&b->gm, g);
-          if (gid < 0 || !ensure_groups(b, gid + 1)) return 0;
-          if (gid == n0) { /* a new group in this tile */
-            b->glo[gid] = INT64_MAX;
-            b->ghi[gid] = -1;
-            b->gcnt[gid] = 0;
-          }
-          mru_g[next] = g;
-          mru_id[next] = gid;
-          next = (next + 1) & 3;
-          if (nmru < 4) nmru++;
-        }
-        if (x < b->glo[gid]) b->glo[gid] = x;
-        if (y > b->ghi[gid]) b->ghi[gid] = y;
-        b->gcnt[gid]++;
-        iv[m].gid = gid;
-        iv[m].slot = (int32_t)(si - s0);
-        iv[m].a = x;
-        iv[m].b = y;
-        m++;
-      }
     }
   }
+  if (len > 0 && !add_run(b, &ts, g, gn, ds, dc, len)) return 0;
+  const int64_t m = ts.m;
   if (m == 0) return 1;
   const int32_t G = b->gm.n;
   if (G == 1) {
@@ -624,6 +702,43 @@ typedef struct phase_table {
   int32_t *ids;
 } phase_table;
 
+/* A lower bound on the identity plan's key tiles, gathered row by row in identity order:
+ * in each identity tile every distinct non-trivial class is a group of the tile, and a
+ * row's dominant segment alone touches at least ceil(len / tile_k) key tiles of it. */
+typedef struct lower_bound {
+  int32_t *seen, *mx; /* per class: last tile seen in, largest len there */
+  int32_t *list;      /* classes of the current tile, [tile_q] */
+  int32_t nl, tile, cap;
+  int64_t tiles;
+} lower_bound;
+
+/* Adds a row of class id with dominant length len; last: the row ends its tile. 0 on OOM.
+ * b: for the key tile size. */
+static int lower_bound_add(lower_bound *l, int32_t id, int64_t len, int last, const builder *b) {
+  if (id >= l->cap) {
+    int32_t c = l->cap > 0 ? l->cap : 64;
+    while (c <= id) c *= 2;
+    int32_t *s = realloc(l->seen, (size_t)c * sizeof *s);
+    if (!s) return 0;
+    l->seen = s;
+    int32_t *m = realloc(l->mx, (size_t)c * sizeof *m);
+    if (!m) return 0;
+    l->mx = m;
+    for (int32_t k = l->cap; k < c; k++) l->seen[k] = -1;
+    l->cap = c;
+  }
+  if (len > 0) {
+    if (l->seen[id] != l->tile) l->seen[id] = l->tile, l->mx[id] = 0, l->list[l->nl++] = id;
+    if (len > l->mx[id]) l->mx[id] = (int32_t)len;
+  }
+  if (last) {
+    for (int32_t k = 0; k < l->nl; k++) l->tiles += div_tk(b, l->mx[l->list[k]] + b->tk - 1);
+    l->nl = 0;
+    l->tile++;
+  }
+  return 1;
+}
+
 static int check_tile(int *v) {
   if (*v == 0) *v = DEFAULT_TILE;
   if (*v < 0 || *v > MAX_TILE) return 0;
@@ -655,7 +770,9 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   b.tk = tile_k;
   b.tk_shift = -1;
   if ((tile_k & (tile_k - 1)) == 0) b.tk_shift = __builtin_ctz((unsigned)tile_k);
-  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL, *dlen = NULL;
+  int32_t *perm_b = NULL, *rank = NULL, *cls = NULL;
+  lower_bound lbs;
+  memset(&lbs, 0, sizeof lbs);
   phase_table pt[PHASE_TABLES];
   memset(pt, 0, sizeof pt);
   int64_t *bounds = NULL;
@@ -666,19 +783,20 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
 
   out->tile_q = tile_q;
   out->tile_k = tile_k;
-  out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
+  /* The identity order (a) is written out only at the end when it is the plan's, unless
+   * irregular rows make it a real permutation. */
+  if (a->rem_rows > 0) out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
   const int64_t ivmax = (int64_t)tile_q * K;
   b.iv = malloc((size_t)ivmax * sizeof *b.iv);
   b.iv2 = malloc((size_t)ivmax * sizeof *b.iv2);
-  if (!out->perm || !b.iv || !b.iv2 || !gmap_init(&b.gm, 2 * ivmax) || !ensure_groups(&b, 16) ||
-      !ensure_positions(&b, a->seq_k / tile_k + 3))
+  if ((a->rem_rows > 0 && !out->perm) || !b.iv || !b.iv2 || !gmap_init(&b.gm, 2 * ivmax) ||
+      !ensure_groups(&b, 16) || !ensure_positions(&b, a->seq_k / tile_k + 3))
     goto oom;
 
   /* (a) identity order: regular rows first, then irregular rows. */
   int64_t nreg = 0;
   out->permuted = 0;
   if (a->rem_rows == 0) {
-    for (int64_t i = 0; i < seq_q; i++) out->perm[i] = (int32_t)i;
     nreg = seq_q;
   } else {
     for (int64_t i = 0; i < seq_q; i++)
@@ -705,7 +823,7 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   b.stop_at_strided = b.saw_strided = 0;
   if (!any_strided) { /* (a) complete: the plan */
     builder_take(&b, out);
-    goto done;
+    goto finish;
   }
   free(b.tiles); /* the incomplete plan */
   b.tiles = NULL;
@@ -718,15 +836,14 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   int32_t C = 0;
   {
     cls = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *cls);
-    dlen = malloc((size_t)(nreg > 0 ? nreg : 1) * sizeof *dlen);
-    if (!cls || !dlen || !gmap_init(&cm, 64)) goto oom;
+    lbs.list = malloc((size_t)tile_q * sizeof *lbs.list);
+    if (!cls || !lbs.list || !gmap_init(&cm, 64)) goto oom;
     int nontrivial = 0, npt = 0;
-    int32_t cd = 0, cq = 0;
+    int32_t cd = 0, cq = 0, in_tile = 0; /* rows of the current identity tile */
     for (int64_t p = 0; p < nreg; p++) {
       int64_t len;
-      const splat__key_group g = row_class(a, out->perm[p], &len, &cd, &cq);
+      const splat__key_group g = row_class(a, out->perm ? out->perm[p] : p, &len, &cd, &cq);
       if (g.stride > 1) nontrivial = 1;
-      dlen[p] = (int32_t)len;
       int32_t *slot = NULL; /* the class's entry in a phase table */
       if (g.phase >= 0 && g.phase < g.stride && g.stride <= PHASE_TABLE_MAX_STRIDE) {
         int k = 0;
@@ -748,6 +865,8 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
         if (slot) *slot = id;
       }
       cls[p] = id;
+      if (++in_tile == tile_q) in_tile = 0;
+      if (!lower_bound_add(&lbs, id, len, in_tile == 0 || p == nreg - 1, &b)) goto oom;
     }
     C = cm.n;
     have_alt = nontrivial && C > 1;
@@ -773,7 +892,8 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
       int64_t *fill = malloc((size_t)C * sizeof *fill);
       if (!fill) goto oom;
       memcpy(fill, bounds, (size_t)C * sizeof *fill);
-      for (int64_t p = 0; p < nreg; p++) perm_b[fill[rank[cls[p]]]++] = out->perm[p];
+      for (int64_t p = 0; p < nreg; p++)
+        perm_b[fill[rank[cls[p]]]++] = out->perm ? out->perm[p] : (int32_t)p;
       free(fill);
     }
     for (int64_t p = nreg; p < seq_q; p++) perm_b[p] = out->perm[p];
@@ -783,40 +903,9 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
     builder_take(&b, &alt);
   }
 
-  /* (a) identity order, unless a lower bound on its work already exceeds the regrouped
-   * plan's (then (b) wins the comparison below whatever (a) would be). In each identity
-   * tile, every distinct non-trivial class is a group of the tile, and a row's dominant
-   * segment alone touches at least ceil(len / tile_k) key tiles of that group. */
-  int need_identity = 1;
-  if (have_alt) {
-    int32_t *seen = malloc((size_t)C * sizeof *seen);
-    int32_t *mx = malloc((size_t)C * sizeof *mx);
-    int32_t *list = malloc((size_t)C * sizeof *list);
-    if (!seen || !mx || !list) {
-      free(seen);
-      free(mx);
-      free(list);
-      goto oom;
-    }
-    for (int32_t c = 0; c < C; c++) seen[c] = -1;
-    int64_t lb = 0; /* key tiles */
-    int32_t tile = 0;
-    for (int64_t pb = 0; pb < nreg; pb += tile_q, tile++) {
-      const int64_t pe = pb + tile_q < nreg ? pb + tile_q : nreg;
-      int32_t nl = 0;
-      for (int64_t p = pb; p < pe; p++) {
-        if (dlen[p] <= 0) continue;
-        const int32_t c = cls[p];
-        if (seen[c] != tile) seen[c] = tile, mx[c] = 0, list[nl++] = c;
-        if (dlen[p] > mx[c]) mx[c] = dlen[p];
-      }
-      for (int32_t i = 0; i < nl; i++) lb += (mx[list[i]] + tile_k - 1) / tile_k;
-    }
-    free(seen);
-    free(mx);
-    free(list);
-    need_identity = !(lb * tile_q * tile_k > alt.computed);
-  }
+  /* (a) identity order, unless the lower bound on its work (lower_bound) already exceeds
+   * the regrouped plan's (then (b) wins the comparison below whatever (a) would be). */
+  const int need_identity = !have_alt || !(lbs.tiles * tile_q * tile_k > alt.computed);
   if (need_identity) {
     b.row_seg = a->row_seg;
     b.segs = a->segs;
@@ -846,6 +935,12 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
     alt.tiles = NULL;
     alt.runs = NULL;
   }
+finish:
+  if (!out->perm) { /* the identity order is the plan's */
+    out->perm = malloc((size_t)(seq_q > 0 ? seq_q : 1) * sizeof *out->perm);
+    if (!out->perm) goto oom;
+    for (int64_t i = 0; i < seq_q; i++) out->perm[i] = (int32_t)i;
+  }
   goto done;
 
 oom:
@@ -861,7 +956,9 @@ done:
   free(perm_b);
   free(rank);
   free(cls);
-  free(dlen);
+  free(lbs.seen);
+  free(lbs.mx);
+  free(lbs.list);
   for (int k = 0; k < PHASE_TABLES; k++) free(pt[k].ids);
   free(bounds);
   if (st != SPLAT_OK) splat__tile_plan_free(out);

@@ -1,6 +1,7 @@
 /* closed_form.c — per-spec row generators: row i of dense, causal, window, dilated,
  * strided, fixed, blocked, global, longformer and bigbird as canonical segments in
- * O(1) each (bigbird: O(r^2) per query block), plus bigbird's seeded random blocks. */
+ * O(1) each (bigbird: O(r^2) per query block), plus bigbird's seeded random blocks, and
+ * for each leaf the rows after a given one that repeat it (unchanged or moved right). */
 #include "pattern/pattern_impl.h"
 
 /* Appends the range [lo, hi] (nothing when empty), merged into a preceding range it
@@ -164,6 +165,72 @@ int splat__leaf_segments(const splat__pnode *nd, int64_t i, int64_t seq_k, splat
       return bigbird_row(nd, i, seq_k, out, cap, bb);
     default:
       return -1;
+  }
+}
+
+/* Rows of the clamped range [max(0, r + p), min(last, r + q)] that repeat row i: see
+ * splat__leaf_run. Rows past a row whose range is empty (p > q, or r + p > last) stay
+ * empty; rows before r + q reaches 0 are empty too. */
+static void range_run(int64_t i, int64_t p, int64_t q, int64_t last, int64_t *same,
+                      int64_t *shifted) {
+  if (p > q || i + p > last) {
+    *same = *shifted = INT64_MAX;
+  } else if (i + q < 0) {
+    *same = *shifted = -q - 1;
+  } else {
+    *same = i + p <= 0 && i + q >= last ? -p : i;          /* both ends clamped */
+    *shifted = i + p >= 0 && i + q <= last ? last - q : i; /* neither end clamped */
+  }
+}
+
+void splat__leaf_run(const splat__pnode *nd, int64_t i, int64_t seq_k, int64_t *same,
+                     int64_t *shifted) {
+  const int64_t last = seq_k - 1;
+  *same = *shifted = i;
+  switch (nd->kind) {
+    case SPLAT__PN_DENSE:
+      *same = INT64_MAX;
+      break;
+    case SPLAT__PN_CAUSAL: /* p: far enough below every row that r + p <= 0 */
+      range_run(i, -2 * SPLAT__MAX_SEQ, 0, last, same, shifted);
+      break;
+    case SPLAT__PN_WINDOW:
+      range_run(i, -nd->a[0], nd->a[1], last, same, shifted);
+      break;
+    case SPLAT__PN_GLOBAL:
+    case SPLAT__PN_LONGFORMER: { /* rows below g: every column; longformer's others move */
+      const int64_t g = nd->kind == SPLAT__PN_GLOBAL ? nd->a[0] : nd->a[1];
+      if (i < g) {
+        *same = g - 1;
+      } else if (nd->kind == SPLAT__PN_GLOBAL || nd->a[0] < 0) { /* [0, g) alone */
+        *same = INT64_MAX;
+      }
+      break;
+    }
+    case SPLAT__PN_BLOCKED:
+    case SPLAT__PN_FIXED:
+    case SPLAT__PN_BIGBIRD: /* a function of the row's block i / b */
+      *same = (i / nd->a[0] + 1) * nd->a[0] - 1;
+      break;
+    case SPLAT__PN_STRIDED: {
+      const int64_t s = nd->a[0], j0 = i % s;
+      if (j0 > last) { /* empty until the phase wraps */
+        *same = *shifted = (i / s + 1) * s - 1;
+      } else if (s == 1) {
+        *same = INT64_MAX;
+      } else { /* the phase moves without wrapping and the count stays */
+        const int64_t c = (last - j0) / s;
+        *shifted = i + imin(s - 1 - j0, last - c * s - j0);
+      }
+      break;
+    }
+    case SPLAT__PN_DILATED: { /* interior rows: every one of the 2w + 1 terms in range */
+      const int64_t w = nd->a[0], d = nd->a[1];
+      if (i / d >= w && fdiv(last - i, d) >= w) *shifted = last - w * d;
+      break;
+    }
+    default:
+      break;
   }
 }
 

@@ -1,7 +1,7 @@
 /* pattern.c — the public pattern API (parse, masks, union / intersection, accessors,
  * rows), canonical spec text, and the row evaluator: every node of the expression
  * tree evaluated on segment lists, falling back to bit rows for the whole row when a
- * combination cannot stay exact in segment form. */
+ * combination cannot stay exact in segment form; and the runs of rows that repeat one. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,6 +419,24 @@ int splat__row_segments(splat__row_eval *e, int64_t i, splat__segment *out, int 
   /* Too many segments, or not exact in segment form: bits, then greedy compression. */
   eval_bits(e, i);
   return splat__bits_compress(e->ns[e->n_nodes - 1].bits, e->words, out, cap);
+}
+
+/* Every leaf's rows repeat over the common part of their runs; union, intersection,
+ * the bit fallback and its greedy compression only compare columns with one another,
+ * so the root's segments then repeat (or move) with them. */
+int64_t splat__row_run(const splat__row_eval *e, int64_t i, int *shift) {
+  int64_t same = INT64_MAX, shifted = INT64_MAX;
+  for (int k = 0; k < e->n_nodes && (same > i || shifted > i); k++) {
+    const splat__pnode *nd = &e->p->nodes[k];
+    if (nd->kind == SPLAT__PN_OR || nd->kind == SPLAT__PN_AND) continue;
+    int64_t s0, s1;
+    splat__leaf_run(nd, i, e->seq_k, &s0, &s1);
+    same = imin(same, s0);
+    shifted = imin(shifted, s1);
+  }
+  const int64_t last = e->p->seq_q - 1;
+  *shift = shifted > same;
+  return imin(last, *shift ? shifted : same);
 }
 
 int64_t splat__row_columns(splat__row_eval *e, int64_t i, int32_t *out) {

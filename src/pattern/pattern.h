@@ -43,6 +43,10 @@ void splat__row_eval_destroy(splat__row_eval *e);
  * increasing, in canonical form. Returns the count (0..cap), or -1 when the row
  * needs more than cap segments. */
 int splat__row_segments(splat__row_eval *e, int64_t i, splat__segment *out, int cap);
+/* The rows that repeat row i's segments (as splat__row_segments gives them): returns
+ * the last one, r (i <= r < seq_q), with *shift = 0 when rows i..r have exactly row i's
+ * segments, 1 when each row q has them moved right by q - i columns. O(nodes). */
+int64_t splat__row_run(const splat__row_eval *e, int64_t i, int *shift);
 /* Row i's columns in increasing order into out (room for seq_k); returns the count. */
 int64_t splat__row_columns(splat__row_eval *e, int64_t i, int32_t *out);
 

@@ -86,6 +86,11 @@ typedef struct splat__bigbird_scratch {
  * the count or -1 when more than cap are needed. */
 int splat__leaf_segments(const splat__pnode *n, int64_t i, int64_t seq_k, splat__segment *out,
                          int cap, splat__bigbird_scratch *bb);
+/* Rows after i whose segments repeat row i's: rows i..*same have exactly row i's
+ * segments, rows i..*shifted have them moved right by one column a row (row r: every
+ * start + r - i). Both >= i, and may run past the last row (INT64_MAX: forever). */
+void splat__leaf_run(const splat__pnode *n, int64_t i, int64_t seq_k, int64_t *same,
+                     int64_t *shifted);
 /* Most segments splat__leaf_segments can return for this leaf. */
 int64_t splat__leaf_max_segments(const splat__pnode *n, int64_t seq_k);
 /* The splitmix64 step used by bigbird (documented in docs/patterns.md). */
