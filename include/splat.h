@@ -195,6 +195,7 @@ typedef struct splat_report {
   int64_t bsr_bytes;  /* 128x128 block-sparse metadata: (block rows + 1 + blocks) * 4 */
   int tile_q, tile_k; /* tile shape of the plan */
   int rows_permuted;  /* 1 when rows were regrouped by stride and phase */
+  int tile_rows_max;  /* most rows in one query tile (a phase class may hold fewer than tile_q) */
   int64_t query_tiles;
   int64_t key_runs;
   int64_t full_tiles;       /* key tiles run with no predicate */

@@ -256,27 +256,28 @@ static void test_kernel_choice(void) {
   splat__kspec sp[SPLAT__KOP_COUNT];
   char rows[160], tile[160];
   splat__kspec *a = &sp[SPLAT__KOP_ATTENTION];
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(a->tile && a->wgmma == SYNC && a->warps == 4 && a->kt == 64 && a->stages == 3);
   CHECK(splat__kspec_tile_threads(a) == 128);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_bf16_d64_q64_k128_kt64_s3_seg1"), "%s", tile);
   CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SPMM].wgmma);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", SYNC, 2, 0);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 128, 0, "sm_90a", SYNC, 2, 0);
   CHECK(a->wgmma == SYNC && a->warps == 8 && a->stages == 3 && splat__kspec_tile_threads(a) == 256);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_f16_d128_q128_k128_kt64_s3_seg2"), "%s", tile);
   /* 1 KB slack + Q (128 rows) + 3 x (K, V) of 64 keys x 256 B + 3 tables of 128 rows. */
   CHECK(splat__kspec_tile_smem(a) ==
         1024 + (128 + 2 * 3 * 64) * 256 + 3 * 128 * (2 * 16 + 4) + 128 * 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 0, "sm_90a", SYNC, 2, 0); /* tile_q 64: one */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 128, 64, 0, "sm_90a", SYNC, 2,
+                    0); /* tile_q 64: one */
   CHECK(a->wgmma == SYNC && a->warps == 4);
 
   /* The warp-specialised kernel: 2 consumer warpgroups + the producer by default, 128-key
    * sub-tiles in 4 stages at head_dim 64 (3 where 4 are over the shared-memory limit);
    * 64-key ones in 4 stages when asked, when the key tile is not a multiple of 128, or when
    * the 128-key kernel's shared memory is over the limit even in 3 stages. */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->kt == 128 && a->stages == 4 &&
         splat__kspec_tile_threads(a) == 384);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
@@ -284,19 +285,19 @@ static void test_kernel_choice(void) {
   CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"), "%s", tile);
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 4 * 128) * 128 + 12 * 8 +
                                          4 * 128 * (16 + 4) + 4 * 4 * 16 + 2 * 128 * 4 + 2 * 48);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->kt == 128 && a->stages == 3); /* 4 stages: 172.3 KB */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 0, 64);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 64);
   CHECK(a->wgmma == WS && a->kt == 64 && a->stages == 4);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s", tile);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 192, 0, "sm_90a", WS, 0, 128); /* tile_k 192 */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 192, 128, 0, "sm_90a", WS, 0, 128); /* tile_k 192 */
   CHECK(a->wgmma == WS && a->kt == 64);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->kt == 128 && splat__kspec_tile_smem(a) > 170 * 1024); /* 8 segments a row */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->kt == 64 && splat__kspec_tile_smem(a) <= 170 * 1024);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
   /* Two Q buffers + the ring + 10 mbarriers (full and empty per stage and per Q buffer) +
    * tables + their spans (16 bytes per stage and producer warp) + two buffers of row ids +
@@ -304,35 +305,47 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 3 * 64) * 256 + 10 * 8 +
                                          3 * 128 * (2 * 16 + 4) + 3 * 4 * 16 + 2 * 128 * 4 +
                                          2 * 48);
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_90a", WS, 1, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_threads(a) == 256);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2); /* 2 x 89 KB fit 228 KB */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 0, "sm_90a", WS, 1, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472 + 2 * 48);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
+  /* Query tiles of at most 64 rows (phase classes: strided(64) at 4096) at head_dim 64,
+   * one segment a row: one consumer warpgroup. Not with two segments (a two-pass plan's
+   * first pass has full tiles), nor at head_dim 128, nor when tiles have more rows. */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8);
   /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 0, "sm_90a", WS, 1, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 64, 0, "sm_90a", WS, 0, 0);
   CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
   /* Its shared memory over the device's limit (8 segments a row at head_dim 128: 217 KB):
    * the wgmma kernel, which fits. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) > 200 * 1024);
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 200 * 1024, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 128, 200 * 1024, "sm_90a", WS, 0, 0);
   CHECK(a->tile && a->wgmma == SYNC && splat__kspec_tile_smem(a) <= 200 * 1024);
 
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 0, "sm_80", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_80", WS, 0, 0);
   CHECK(a->tile && !a->wgmma);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strncmp(tile, "splat_attn_tile_bf16", 20), "%s", tile);
-  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 0, "sm_90a", SYNC, 0, 0); /* head_dim 40 */
+  splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0,
+                    0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
-  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile && !a->wgmma);
   /* A tile kernel whose shared memory exceeds the device's limit is dropped. */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 48 * 1024, "sm_90a", SYNC, 0, 0);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 128, 48 * 1024, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile);
 
   int kind = -1, w = -1, kt = -1;

@@ -635,7 +635,7 @@ static int cmd_codegen(int argc, char **argv) {
   st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, splat__kspec_table_segs(&rep),
-                    rep.tile_q, rep.tile_k, 0, arch, kind, warpgroups, kt);
+                    rep.tile_q, rep.tile_k, rep.tile_rows_max, 0, arch, kind, warpgroups, kt);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
       "key runs\n",

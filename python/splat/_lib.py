@@ -93,6 +93,7 @@ class SplatReport(ctypes.Structure):
         ("tile_q", ctypes.c_int),
         ("tile_k", ctypes.c_int),
         ("rows_permuted", ctypes.c_int),
+        ("tile_rows_max", ctypes.c_int),
         ("query_tiles", _i64),
         ("key_runs", _i64),
         ("full_tiles", _i64),

@@ -130,6 +130,7 @@ static void format_json(sbuf *b, const splat_report *r, int K) {
   INT(tile_q);
   INT(tile_k);
   INT(rows_permuted);
+  INT(tile_rows_max);
   I64(query_tiles);
   I64(key_runs);
   I64(full_tiles);
@@ -177,7 +178,8 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   sb_printf(b, "tile plan %dx%d\n", r->tile_q, r->tile_k);
   sb_printf(b, "  rows permuted    %s\n",
             r->rows_permuted ? "yes (regrouped by stride and phase)" : "no");
-  sb_printf(b, "  query tiles      %lld\n", (long long)r->query_tiles);
+  sb_printf(b, "  query tiles      %lld (at most %d rows each)\n", (long long)r->query_tiles,
+            r->tile_rows_max);
   sb_printf(b, "  key runs         %lld\n", (long long)r->key_runs);
   const int64_t kt = r->full_tiles + r->predicated_tiles;
   sb_printf(b, "  key tiles        %lld full (no predicate), %lld predicated (%.1f%% full)\n",

@@ -391,8 +391,8 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return st;
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
-                    d->tile_q, d->tile_k, p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch,
-                    kind, warpgroups, kt);
+                    d->tile_q, d->tile_k, plan->report.tile_rows_max,
+                    p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch, kind, warpgroups, kt);
   const double t0 = splat__now_ms();
   /* The kernel ops are in the order of the SPLAT_OPS_* bits. */
   splat__kspec want[SPLAT__KOP_COUNT];

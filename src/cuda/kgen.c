@@ -229,15 +229,20 @@ splat_status splat__kspec_env_persistent(int *on) {
 }
 
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups,
-                       int kt) {
+                       int tile_k, int tile_rows, int smem_optin, const char *arch, int kind,
+                       int warpgroups, int kt) {
+  /* Two warpgroups only where a query tile fills them: tile_q >= 128 and, at head_dim 64
+   * (where one warpgroup has the warp-specialised kernel too), tiles of more than 64 rows.
+   * Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle and
+   * their 64-key tiles half-fill 128-key sub-tiles: one warpgroup runs them ~1.5x faster
+   * (bench/NOTES.md, stop 14). */
+  const int full = tile_q >= 128 && (head_dim != 64 || tile_rows > 64 || max_segs > 1);
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
-    /* Two warpgroups only where a query tile fills them (tile_q >= 128). */
     if (arch && !strcmp(arch, "sm_90a")) {
       const splat__kspec plain = *s;
-      const int wgs = tile_q >= 128 ? warpgroups : 1;
+      const int wgs = full ? warpgroups : 1;
       splat__kspec_use_wgmma(s, kind, wgs, kt);
       /* The warp-specialised kernel's shared memory over the limit: 128-key sub-tiles in
        * 3 stages, else 64-key ones, else the wgmma kernel. */

@@ -101,15 +101,17 @@ splat_status splat__kspec_env_persistent(int *on);
 
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
  * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
- * of `warpgroups` warpgroups (1 when tile_q < 128) and sub-tiles of kt keys
+ * of `warpgroups` warpgroups (1 when tile_q < 128, and at head_dim 64 when no query tile
+ * has more than 64 rows (tile_rows, splat_report.tile_rows_max) and rows have one segment
+ * (max_segs 1: one pass; a two-pass plan's first pass has full tiles)) and sub-tiles of kt keys
  * (splat__kspec_use_wgmma) when arch is "sm_90a" (64-key sub-tiles, then the SYNC kernel,
  * where the WS one's shared memory exceeds smem_optin), then the tile kernel dropped where
  * its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
  * limit). specs: host array of SPLAT__KOP_COUNT; arch: host string
  * such as "sm_90a". */
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
-                       int tile_k, int smem_optin, const char *arch, int kind, int warpgroups,
-                       int kt);
+                       int tile_k, int tile_rows, int smem_optin, const char *arch, int kind,
+                       int warpgroups, int kt);
 
 /* The program name of a spec's source in compile logs, the cache and dumps: the row
  * kernel's name + ".cu". buf: host, cap chars. */
