@@ -519,19 +519,45 @@ static void test_random_masks(void) {
   }
 }
 
+/* An empty hand-built ACSR of sq x sk with room for segs_per_row segments a row (no
+ * remainder): the tests fill row_seg and segs. */
+static splat__acsr synthetic_acsr(int64_t sq, int64_t sk, int segs_per_row) {
+  splat__acsr a;
+  memset(&a, 0, sizeof a);
+  a.seq_q = sq;
+  a.seq_k = sk;
+  a.max_segments = SPLAT_MAX_SEGMENTS;
+  a.row_seg = malloc((size_t)(sq + 1) * sizeof *a.row_seg);
+  a.rem_row = calloc((size_t)(sq + 1), sizeof *a.rem_row);
+  a.segs = malloc((size_t)(sq * segs_per_row) * sizeof *a.segs);
+  return a;
+}
+
+/* Finishes a synthetic ACSR (its width from the rows; row_seg complete), then builds its
+ * plan in every tile shape and checks it exact and minimal in runs; frees the ACSR. */
+static void check_synthetic_plans(splat__acsr *a, const char *kind, int it) {
+  a->width = 1;
+  for (int64_t i = 0; i < a->seq_q; i++)
+    if (splat__acsr_row_nnz(a, i) > a->width) a->width = splat__acsr_row_nnz(a, i);
+  for (int sh = 0; sh < NSHAPES; sh++) {
+    splat__tile_plan t;
+    char what[128];
+    snprintf(what, sizeof what, "%s #%d %lldx%lld tile %dx%d", kind, it, (long long)a->seq_q,
+             (long long)a->seq_k, tile_shapes[sh][0], tile_shapes[sh][1]);
+    CHECK(splat__tile_plan_build(a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
+    CHECKF(check_plan_exact(a, &t, NULL, what), "%s", what);
+    CHECKF(plan_runs_minimal(a, &t, what), "%s: runs are not the smallest plan's", what);
+    splat__tile_plan_free(&t);
+  }
+  splat__acsr_free(a);
+}
+
 /* Hand-built ACSR with every canonical segment form (runs of width > 1, mixed strides
  * and phases in one tile): the plan alone, against the segments. */
 static void test_synthetic_segments(void) {
   for (int it = 0; it < 60; it++) {
     const int64_t sq = rnd_in(1, 300), sk = rnd_in(1, 400);
-    splat__acsr a;
-    memset(&a, 0, sizeof a);
-    a.seq_q = sq;
-    a.seq_k = sk;
-    a.max_segments = SPLAT_MAX_SEGMENTS;
-    a.row_seg = malloc((size_t)(sq + 1) * sizeof *a.row_seg);
-    a.rem_row = calloc((size_t)(sq + 1), sizeof *a.rem_row);
-    a.segs = malloc((size_t)(sq * SPLAT_MAX_SEGMENTS) * sizeof *a.segs);
+    splat__acsr a = synthetic_acsr(sq, sk, SPLAT_MAX_SEGMENTS);
     int64_t n = 0;
     /* a few row "styles" so tiles share classes sometimes */
     const int64_t base_d = rnd_in(2, 16);
@@ -560,21 +586,7 @@ static void test_synthetic_segments(void) {
       }
     }
     a.row_seg[sq] = n;
-    a.width = 1;
-    for (int64_t i = 0; i < sq; i++)
-      if (splat__acsr_row_nnz(&a, i) > a.width) a.width = splat__acsr_row_nnz(&a, i);
-    for (int sh = 0; sh < NSHAPES; sh++) {
-      splat__tile_plan t;
-      char what[128];
-      snprintf(what, sizeof what, "synthetic #%d %lldx%lld tile %dx%d", it, (long long)sq,
-               (long long)sk, tile_shapes[sh][0], tile_shapes[sh][1]);
-      CHECK(splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
-      CHECKF(check_plan_exact(&a, &t, NULL, what), "%s", what);
-      CHECKF(plan_runs_minimal(&a, &t, what), "%s: runs are not the smallest plan's", what);
-      /* a permuted plan of this kind (no irregular rows) keeps one class per tile */
-      splat__tile_plan_free(&t);
-    }
-    splat__acsr_free(&a);
+    check_synthetic_plans(&a, "synthetic", it);
   }
 }
 
@@ -587,14 +599,7 @@ static void test_affine_rows(void) {
     const int64_t sq = rnd_in(1, 400), sk = rnd_in(8, 600);
     const int nslot = (int)rnd_in(1, 4);
     const int64_t band = sk / nslot;
-    splat__acsr a;
-    memset(&a, 0, sizeof a);
-    a.seq_q = sq;
-    a.seq_k = sk;
-    a.max_segments = SPLAT_MAX_SEGMENTS;
-    a.row_seg = malloc((size_t)(sq + 1) * sizeof *a.row_seg);
-    a.rem_row = calloc((size_t)(sq + 1), sizeof *a.rem_row);
-    a.segs = malloc((size_t)(sq * nslot) * sizeof *a.segs);
+    splat__acsr a = synthetic_acsr(sq, sk, nslot);
     int64_t n = 0, left = 0; /* rows left in the current run */
     int64_t o[4], d[4], c[4], w[4], ds[4], dc[4];
     for (int64_t i = 0; i < sq; i++) {
@@ -629,20 +634,7 @@ static void test_affine_rows(void) {
       }
     }
     a.row_seg[sq] = n;
-    a.width = 1;
-    for (int64_t i = 0; i < sq; i++)
-      if (splat__acsr_row_nnz(&a, i) > a.width) a.width = splat__acsr_row_nnz(&a, i);
-    for (int sh = 0; sh < NSHAPES; sh++) {
-      splat__tile_plan t;
-      char what[128];
-      snprintf(what, sizeof what, "affine rows #%d %lldx%lld tile %dx%d", it, (long long)sq,
-               (long long)sk, tile_shapes[sh][0], tile_shapes[sh][1]);
-      CHECK(splat__tile_plan_build(&a, tile_shapes[sh][0], tile_shapes[sh][1], &t) == SPLAT_OK);
-      CHECKF(check_plan_exact(&a, &t, NULL, what), "%s", what);
-      CHECKF(plan_runs_minimal(&a, &t, what), "%s: runs are not the smallest plan's", what);
-      splat__tile_plan_free(&t);
-    }
-    splat__acsr_free(&a);
+    check_synthetic_plans(&a, "affine rows", it);
   }
 }
 
