@@ -111,13 +111,19 @@ SPLAT_DEV void splat_gather_rows(const splat_dev_tensor &x, int64_t b, int64_t h
 template <int CHUNKS, int KT, int THREADS, typename T, class Dst>
 SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t seq_k,
                                  const splat_dev_run &run, int64_t g0, const Dst &dst) {
-  constexpr int EPC = 16 / (int)sizeof(T);
-  for (int c = threadIdx.x; c < KT * CHUNKS; c += THREADS) {
-    const int kk = c / CHUNKS, ch = c % CHUNKS;
+  constexpr int EPC = 16 / (int)sizeof(T), N = KT * CHUNKS;
+  const T *kb = base + off;
+  /* A fixed trip count from an unsigned thread index: the chunk's row and column are
+   * shifts, the shared base of dst is computed once. */
+  const unsigned t = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < (N + THREADS - 1) / THREADS; i++) {
+    const unsigned c = t + (unsigned)(i * THREADS);
+    if (N % THREADS != 0 && c >= (unsigned)N) break;
+    const int kk = (int)(c / CHUNKS), ch = (int)(c % CHUNKS);
     const int64_t key = splat_group_key(run.phase, run.stride, run.width, g0 + kk);
     const bool valid = key < seq_k && ch * EPC < SPLAT_HEAD_DIM;
-    const T *src = valid ? base + off + key * s2 + ch * EPC : base;
-    splat_cp_async16(dst(kk, ch), src, valid);
+    splat_cp_async16(dst(kk, ch), valid ? kb + key * s2 + ch * EPC : base, valid);
   }
 }
 
