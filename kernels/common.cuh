@@ -209,10 +209,20 @@ SPLAT_DEV void splat_mma1688_tf32(float d[4], const uint32_t a[4], const uint32_
 }
 /* 3xTF32 split: x = hi + lo with hi, lo tf32 (round to nearest); hi*hi + hi*lo + lo*hi
  * then carries about 22 significant bits of each product. */
+SPLAT_DEV uint32_t splat_tf32_round(float x) {
+  uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  /* Round to nearest even: one F2FP.TF32 instruction on sm_90 (the .rna form below is
+   * emulated there in ~4 instructions). */
+  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#else
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); /* sm_80: ties away from zero */
+#endif
+  return r;
+}
 SPLAT_DEV void splat_tf32_split(float x, uint32_t &hi, uint32_t &lo) {
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
-  const float r = x - __uint_as_float(hi);
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(r));
+  hi = splat_tf32_round(x);
+  lo = splat_tf32_round(x - __uint_as_float(hi));
 }
 
 /* ------------------------------------------------------------ interval tables

@@ -113,9 +113,31 @@ SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t
                                  const splat_dev_run &run, int64_t g0, const Dst &dst) {
   constexpr int EPC = 16 / (int)sizeof(T), N = KT * CHUNKS;
   const T *kb = base + off;
+  const unsigned t = threadIdx.x;
+  if constexpr (THREADS % CHUNKS == 0 && N % THREADS == 0) {
+    if (run.width == 1) {
+      /* Keys affine in the gathered index (every run but blocks of width > 1): a thread's
+       * chunk column is fixed and its keys step by a constant, so its source address steps
+       * by a constant too — no per-chunk key or 64-bit address arithmetic. */
+      constexpr int KSTEP = THREADS / CHUNKS;
+      const int ch = (int)(t % CHUNKS), kk0 = (int)(t / CHUNKS);
+      const bool col = ch * EPC < SPLAT_HEAD_DIM;
+      int64_t key = (int64_t)run.phase + (g0 + kk0) * (int64_t)run.stride;
+      const int64_t kstep = (int64_t)KSTEP * run.stride;
+      const T *src = kb + key * s2 + ch * EPC;
+      const int64_t sstep = kstep * s2;
+#pragma unroll
+      for (int i = 0; i < N / THREADS; i++) {
+        const bool valid = col && key < seq_k;
+        splat_cp_async16(dst(kk0 + i * KSTEP, ch), valid ? src : base, valid);
+        key += kstep;
+        src += sstep;
+      }
+      return;
+    }
+  }
   /* A fixed trip count from an unsigned thread index: the chunk's row and column are
    * shifts, the shared base of dst is computed once. */
-  const unsigned t = threadIdx.x;
 #pragma unroll
   for (int i = 0; i < (N + THREADS - 1) / THREADS; i++) {
     const unsigned c = t + (unsigned)(i * THREADS);

@@ -67,6 +67,143 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 
 #if !defined(SPLAT_NO_TILE)
 
+/* Shared by the tile kernels (this file's mma.sync one, sddmm_wgmma.cuh's): a CTA of
+ * SPLAT_WARPS warps takes 16 rows a warp; each key sub-tile's scores are staged in shared
+ * memory (a warp its own 16 rows) and written out row by row through the interval tables. */
+#define SPLAT_TQ (16 * SPLAT_WARPS)
+#define SPLAT_THREADS (32 * SPLAT_WARPS)
+#define SPLAT_OSZ (SPLAT_SDT == SPLAT_F32 ? 4 : 2) /* bytes per score */
+#define SPLAT_OVS (SPLAT_SDT == SPLAT_F32 ? 2 : 3) /* log2 scores per 16-byte store */
+#define SPLAT_OV (1 << SPLAT_OVS)
+#define SPLAT_LDO (SPLAT_KT + 8) /* staging row stride (scores) */
+
+/* One staged score (raw bits of dtype SDT) of the staging tile. */
+SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
+  if (SPLAT_OSZ == 4) return ((const uint32_t *)so)[e];
+  return ((const uint16_t *)so)[e];
+}
+SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
+  if (SPLAT_OSZ == 4) {
+    ((uint32_t *)base)[e] = v;
+  } else {
+    ((uint16_t *)base)[e] = (uint16_t)v;
+  }
+}
+
+/* Does any of this warp's 16 rows (of a CTA with nrows rows) have an interval of table
+ * buffer tb meeting gathered indices [g0, g0 + KT)? Warp-uniform. */
+SPLAT_DEV bool splat_sddmm_warp_touches(const splat_ival *sIv, const int *sNiv, int tb, int nrows,
+                                        int warp, int lane, int32_t g0) {
+  bool touched = false;
+  if (16 * warp < nrows && lane < 16) {
+    const int r = 16 * warp + lane;
+    const int niv = sNiv[tb * SPLAT_TQ + r];
+    const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+    for (int q = 0; q < niv; q++) {
+      const int4 v = *(const int4 *)(iv + q);
+      touched = touched || (v.x < g0 + SPLAT_KT && v.y >= g0);
+    }
+  }
+  return __any_sync(0xffffffffu, touched);
+}
+
+/* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows) from
+ * the m16n8 accumulator layout, repeated over KT/8 column blocks: acc[4j], acc[4j+1] are
+ * row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns of row g+8 (mma.sync's
+ * C fragments and the wgmma accumulator of the warp's slab alike). */
+SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, unsigned char *wo,
+                                 int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < SPLAT_KT / 8; j++) {
+    const int c = 8 * j + 2 * t;
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) {
+      const float x0 = scale * acc[4 * j + 2 * hf], x1 = scale * acc[4 * j + 2 * hf + 1];
+      const int e = (g + 8 * hf) * SPLAT_LDO + c;
+#if SPLAT_SDT == SPLAT_F32
+      *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
+#else
+      *(uint32_t *)(wo + 2 * e) = splat_pack2<SPLAT_SDT>(x0, x1);
+#endif
+    }
+  }
+}
+
+/* Writes the warp's staged rows: each row's part of every interval of table buffer tb
+ * that meets gathered indices [g0, g0 + KT) is a contiguous range of value entries,
+ * written by 16-byte stores (8 lanes per row, 4 rows at a time) when `vec` (contiguous,
+ * 16-byte aligned scores); partial 16-byte chunks element by element. */
+SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
+                                 const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
+                                 int nrows, int warp, int lane, int32_t g0, int64_t b, int64_t h,
+                                 bool vec) {
+  const int sub = lane & 7;
+#pragma unroll
+  for (int pass = 0; pass < 4; pass++) {
+    const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
+    if (r < nrows) {
+      const int niv = sNiv[tb * SPLAT_TQ + r];
+      const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+      const int64_t so = splat_off(P.scores, b, h, sRow[r]);
+      for (int q = 0; q < niv; q++) {
+        int32_t a, x;
+        const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
+        if (len <= 0) continue;
+        const int src = rl * SPLAT_LDO + (a - g0);
+        if (vec) {
+          const int64_t d0 = so + x;
+          const int64_t c1 = (d0 + len - 1) >> SPLAT_OVS;
+          for (int64_t c = (d0 >> SPLAT_OVS) + sub; c <= c1; c += 8) {
+            const int64_t e0 = c << SPLAT_OVS;
+            const int s0 = src + (int)(e0 - d0);
+            if (e0 >= d0 && e0 + SPLAT_OV <= d0 + len) {
+              uint4 v;
+#if SPLAT_SDT == SPLAT_F32
+              v.x = splat_sddmm_staged(wo, s0);
+              v.y = splat_sddmm_staged(wo, s0 + 1);
+              v.z = splat_sddmm_staged(wo, s0 + 2);
+              v.w = splat_sddmm_staged(wo, s0 + 3);
+#else
+              /* 4-byte shared loads: 4 words when s0 is even, else 5 words from
+               * s0 - 1, each output word the middle halves of two (PRMT). */
+              const uint32_t *w32 = (const uint32_t *)wo + (s0 >> 1);
+              if ((s0 & 1) == 0) {
+                v.x = w32[0];
+                v.y = w32[1];
+                v.z = w32[2];
+                v.w = w32[3];
+              } else {
+                const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3], u4 = w32[4];
+                v.x = __byte_perm(u0, u1, 0x5432);
+                v.y = __byte_perm(u1, u2, 0x5432);
+                v.z = __byte_perm(u2, u3, 0x5432);
+                v.w = __byte_perm(u3, u4, 0x5432);
+              }
+#endif
+              *(uint4 *)((unsigned char *)P.scores.data + e0 * SPLAT_OSZ) = v;
+            } else {
+#pragma unroll
+              for (int k2 = 0; k2 < SPLAT_OV; k2++) {
+                const int64_t e = e0 + k2;
+                if (e >= d0 && e < d0 + len)
+                  splat_sddmm_put(P.scores.data, e, splat_sddmm_staged(wo, s0 + k2));
+              }
+            }
+          }
+        } else {
+          for (int k2 = sub; k2 < len; k2 += 8) {
+            splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,
+                            splat_sddmm_staged(wo, src + k2));
+          }
+        }
+      }
+    }
+  }
+}
+
+#if !defined(SPLAT_SDDMM_WG) /* sddmm_wgmma.cuh has its own tile kernel */
+
 #if SPLAT_DT == SPLAT_F32
 #define SPLAT_KSTEP 8 /* mma k step: m16n8k8 tf32 */
 #define SPLAT_EPC 4   /* Q/K elements per 16-byte chunk */
@@ -79,12 +216,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 #define SPLAT_DP ((SPLAT_HEAD_DIM + SPLAT_KSTEP - 1) / SPLAT_KSTEP * SPLAT_KSTEP)
 #define SPLAT_LDS (SPLAT_DP + SPLAT_EPC) /* shared Q/K row stride (elements): 16 B pad */
 #define SPLAT_CHUNKS (SPLAT_DP / SPLAT_EPC)
-#define SPLAT_TQ (16 * SPLAT_WARPS)
-#define SPLAT_THREADS (32 * SPLAT_WARPS)
-#define SPLAT_OSZ (SPLAT_SDT == SPLAT_F32 ? 4 : 2) /* bytes per score */
-#define SPLAT_OVS (SPLAT_SDT == SPLAT_F32 ? 2 : 3) /* log2 scores per 16-byte store */
-#define SPLAT_OV (1 << SPLAT_OVS)
-#define SPLAT_LDO (SPLAT_KT + 8) /* staging row stride (scores) */
 /* CTAs per SM the registers are bounded for: 4 (128 registers) for 16-bit inputs up to
  * head_dim 64, whose shared memory (~50 KB with one interval per row) fits 4 as well. */
 #define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DT != SPLAT_F32 && SPLAT_HEAD_DIM <= 64 ? 4 : 2)
@@ -108,19 +239,6 @@ SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_r
       [&](int kk, int ch) { return stage + kk * SPLAT_LDS + ch * SPLAT_EPC; });
 }
 
-/* One staged score (raw bits of dtype SDT) of the staging tile. */
-SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
-  if (SPLAT_OSZ == 4) return ((const uint32_t *)so)[e];
-  return ((const uint16_t *)so)[e];
-}
-SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
-  if (SPLAT_OSZ == 4) {
-    ((uint32_t *)base)[e] = v;
-  } else {
-    ((uint16_t *)base)[e] = (uint16_t)v;
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_SDDMM_TILE_NAME(const splat_sddmm_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
@@ -138,7 +256,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   if (tile.nruns == 0 || nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t BH = P.shape.batch * P.shape.heads;
-  const bool warp_active = 16 * warp < nrows;
   const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   unsigned char *wo = sO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
@@ -174,23 +291,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       __syncthreads(); /* sub-tile `it` and its run's tables are in */
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
       const int32_t g0 = run.base + cs * SPLAT_KT;
+      const int tb = ci % SPLAT_STAGES;
       /* Skip the sub-tile when no row of this warp has an interval meeting it (a window's
        * warp spans fewer keys than its tile's runs): no mma, no staging, no stores. */
-      bool touched = false;
-      if (warp_active && lane < 16) {
-        const int r = 16 * warp + lane, tb = ci % SPLAT_STAGES;
-        const int niv = sNiv[tb * SPLAT_TQ + r];
-        const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-        for (int q = 0; q < niv; q++) {
-          const int4 v = *(const int4 *)(iv + q);
-          touched = touched || (v.x < g0 + SPLAT_KT && v.y >= g0);
-        }
-      }
-      if (warp_active && __any_sync(0xffffffffu, touched)) {
+      if (splat_sddmm_warp_touches(sIv, sNiv, tb, nrows, warp, lane, g0)) {
         const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
-        float acc[SPLAT_KT / 8][4];
+        float acc[SPLAT_KT / 2];
 #pragma unroll
-        for (int j = 0; j < SPLAT_KT / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+        for (int i = 0; i < SPLAT_KT / 2; i++) acc[i] = 0.f;
 #if SPLAT_DT == SPLAT_F32
         const int g = lane >> 2, t = lane & 3;
 #pragma unroll 2
@@ -207,9 +315,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             uint32_t bh2[2], bl2[2];
             splat_tf32_split(kb[0], bh2[0], bl2[0]);
             splat_tf32_split(kb[4], bh2[1], bl2[1]);
-            splat_mma1688_tf32(acc[j], al, bh2);
-            splat_mma1688_tf32(acc[j], ah, bl2);
-            splat_mma1688_tf32(acc[j], ah, bh2);
+            splat_mma1688_tf32(&acc[4 * j], al, bh2);
+            splat_mma1688_tf32(&acc[4 * j], ah, bl2);
+            splat_mma1688_tf32(&acc[4 * j], ah, bh2);
           }
         }
 #else
@@ -224,99 +332,18 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
             splat_ldmatrix_x4(bq, st + key * SPLAT_LDS + kk * 16 + ((lane >> 3) & 1) * 8);
             const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-            splat_mma16816<SPLAT_DT>(acc[j], a, b0);
-            splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
+            splat_mma16816<SPLAT_DT>(&acc[4 * j], a, b0);
+            splat_mma16816<SPLAT_DT>(&acc[4 * j + 4], a, b1);
           }
         }
 #endif
-        /* Stage the warp's 16 x KT scaled scores (dtype SDT) in shared memory ... */
-        {
-          const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-          for (int j = 0; j < SPLAT_KT / 8; j++) {
-            const int c = 8 * j + 2 * t;
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-              const float x0 = P.scale * acc[j][2 * hf], x1 = P.scale * acc[j][2 * hf + 1];
-              const int e = (g + 8 * hf) * SPLAT_LDO + c;
-#if SPLAT_SDT == SPLAT_F32
-              *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
-#else
-              *(uint32_t *)(wo + 2 * e) = splat_pack2<SPLAT_SDT>(x0, x1);
-#endif
-            }
-          }
-        }
+        /* Stage the warp's scores, then write its rows' entries. */
+        splat_sddmm_stage(acc, P.scale, wo, lane);
         __syncwarp();
-        /* ... then write each row's part of every interval of the run's group that meets
-         * this sub-tile: a contiguous range of value entries, by 16-byte stores (8 lanes
-         * per row, 4 rows at a time); partial 16-byte chunks element by element. */
-        const int tb = ci % SPLAT_STAGES, sub = lane & 7;
-#pragma unroll
-        for (int pass = 0; pass < 4; pass++) {
-          const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
-          if (r < nrows) {
-            const int niv = sNiv[tb * SPLAT_TQ + r];
-            const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            const int64_t so = splat_off(P.scores, b, h, sRow[r]);
-            for (int q = 0; q < niv; q++) {
-              int32_t a, x;
-              const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
-              if (len <= 0) continue;
-              const int src = rl * SPLAT_LDO + (a - g0);
-              if (vec) {
-                const int64_t d0 = so + x;
-                const int64_t c1 = (d0 + len - 1) >> SPLAT_OVS;
-                for (int64_t c = (d0 >> SPLAT_OVS) + sub; c <= c1; c += 8) {
-                  const int64_t e0 = c << SPLAT_OVS;
-                  const int s0 = src + (int)(e0 - d0);
-                  if (e0 >= d0 && e0 + SPLAT_OV <= d0 + len) {
-                    uint4 v;
-#if SPLAT_SDT == SPLAT_F32
-                    v.x = splat_sddmm_staged(wo, s0);
-                    v.y = splat_sddmm_staged(wo, s0 + 1);
-                    v.z = splat_sddmm_staged(wo, s0 + 2);
-                    v.w = splat_sddmm_staged(wo, s0 + 3);
-#else
-                    /* 4-byte shared loads: 4 words when s0 is even, else 5 words from
-                     * s0 - 1, each output word the middle halves of two (PRMT). */
-                    const uint32_t *w32 = (const uint32_t *)wo + (s0 >> 1);
-                    if ((s0 & 1) == 0) {
-                      v.x = w32[0];
-                      v.y = w32[1];
-                      v.z = w32[2];
-                      v.w = w32[3];
-                    } else {
-                      const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3],
-                                     u4 = w32[4];
-                      v.x = __byte_perm(u0, u1, 0x5432);
-                      v.y = __byte_perm(u1, u2, 0x5432);
-                      v.z = __byte_perm(u2, u3, 0x5432);
-                      v.w = __byte_perm(u3, u4, 0x5432);
-                    }
-#endif
-                    *(uint4 *)((unsigned char *)P.scores.data + e0 * SPLAT_OSZ) = v;
-                  } else {
-#pragma unroll
-                    for (int k2 = 0; k2 < SPLAT_OV; k2++) {
-                      const int64_t e = e0 + k2;
-                      if (e >= d0 && e < d0 + len)
-                        splat_sddmm_put(P.scores.data, e, splat_sddmm_staged(wo, s0 + k2));
-                    }
-                  }
-                }
-              } else {
-                for (int k2 = sub; k2 < len; k2 += 8) {
-                  splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,
-                                  splat_sddmm_staged(wo, src + k2));
-                }
-              }
-            }
-          }
-        }
+        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, b, h, vec);
         __syncwarp();
       }
-      __syncthreads(); /* stage `it` may be refilled next */
+      __syncthreads(); /* stage `it` may be refilled */
       it++;
       if (++cs == run.ntiles * nsub_tile) {
         ci++;
@@ -326,4 +353,5 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   }
 }
 
-#endif
+#endif /* !SPLAT_SDDMM_WG */
+#endif /* !SPLAT_NO_TILE */

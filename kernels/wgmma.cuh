@@ -1,7 +1,8 @@
 /* wgmma.cuh — Hopper (sm_90a) building blocks of the fused attention kernel: the
  * 128-byte-swizzle shared-memory tile layout, wgmma matrix descriptors for K-major and
  * MN-major (transposed) operands, wgmma.mma_async wrappers (SS and RS forms, f16/bf16
- * operands, fp32 accumulators, N = 64 and 128), the accumulator register layout and its
+ * operands, fp32 accumulators, N = 64 and 128; an RS form for TF32, N = 32 and 64, used
+ * by the f32 R-SDDMM of sddmm_wgmma.cuh), the accumulator register layout and its
  * conversion into the A registers of the next product (P = S in 16 bits, FlashAttention-3),
  * async-proxy fences, mbarriers, setmaxnreg and TMA tile loads. Verified on an H100 by
  * tests/gpu/wgmma_check.cu (S = Q K^T by SS, O = P V by RS with V MN-major, tiles gathered
@@ -15,7 +16,8 @@
  *
  * Conventions: "warpgroup" = 4 consecutive warps starting at a warp index divisible by 4;
  * t = threadIdx.x % 128 within it, w = t / 32 (its warp), lane = t % 32, g = lane / 4,
- * q = lane % 4. 16-bit elements throughout (f16 or bf16, DT = SPLAT_F16 / SPLAT_BF16). */
+ * q = lane % 4. 16-bit elements (f16 or bf16, DT = SPLAT_F16 / SPLAT_BF16) except the
+ * TF32 wrapper, whose 32-element panels have the same 128-byte rows. */
 
 #include "common.cuh"
 
@@ -305,6 +307,39 @@ SPLAT__WGMMA_RS(64, bf16, SPLAT__WG_R32, SPLAT__WG_O32, "{%32,%33,%34,%35}", "%3
 SPLAT__WGMMA_RS(64, f16, SPLAT__WG_R32, SPLAT__WG_O32, "{%32,%33,%34,%35}", "%36", "%37", "%38")
 SPLAT__WGMMA_RS(128, bf16, SPLAT__WG_R64, SPLAT__WG_O64, "{%64,%65,%66,%67}", "%68", "%69", "%70")
 SPLAT__WGMMA_RS(128, f16, SPLAT__WG_R64, SPLAT__WG_O64, "{%64,%65,%66,%67}", "%68", "%69", "%70")
+
+#define SPLAT__WG_R16 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
+#define SPLAT__WG_O16(d)                                                                          \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),    \
+      "+f"(d[15])
+
+/* TF32, RS form: d (+)= A(4 registers, 64 x 8) * B(desc db, 8 x N, K-major; TF32 takes no
+ * transpose). A's registers per warp slab: a[0] = (g, q), a[1] = (g+8, q), a[2] = (g, q+4),
+ * a[3] = (g+8, q+4), each an f32 container whose tf32 value the unit reads. */
+#define SPLAT__WGMMA_RS_TF32(N, R, O, IA, IB, IS)                                                \
+  SPLAT_DEV void splat__wgmma_rs_tf32_n##N(float(&d)[N / 2], const uint32_t(&a)[4], uint64_t db, \
+                                           int scale_d) {                                        \
+    SPLAT__WG_ASM("{\n.reg .pred p;\nsetp.ne.b32 p, " IS                                         \
+                  ", 0;\n"                                                                       \
+                  "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " R ", " IA ", " IB   \
+                  ", p, 1, 1;\n}\n"                                                              \
+                  : O(d)                                                                         \
+                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));          \
+  }
+SPLAT__WGMMA_RS_TF32(32, SPLAT__WG_R16, SPLAT__WG_O16, "{%16,%17,%18,%19}", "%20", "%21")
+SPLAT__WGMMA_RS_TF32(64, SPLAT__WG_R32, SPLAT__WG_O32, "{%32,%33,%34,%35}", "%36", "%37")
+
+/* d (+)= A * B on a 64 x N x 8 TF32 step, A from registers, B (K-major) a descriptor;
+ * N: 32 or 64. A k8 step is 32 bytes of an f32 row, as a k16 step of a 16-bit one, so
+ * splat_wgmma_desc_k addresses TF32 tiles (of 32-element panels) unchanged. */
+template <int N>
+SPLAT_DEV void splat_wgmma_rs_tf32(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db,
+                                   int scale_d) {
+  static_assert(N == 32 || N == 64, "splat_wgmma_rs_tf32: N must be 32 or 64");
+  if constexpr (N == 32) splat__wgmma_rs_tf32_n32(d, a, db, scale_d);
+  if constexpr (N == 64) splat__wgmma_rs_tf32_n64(d, a, db, scale_d);
+}
 
 /* d (+)= A * B on a 64 x N x 16 step, both operands in shared memory (descriptors);
  * scale_d = 0 overwrites d (its old contents, even NaN, are ignored), 1 accumulates.

@@ -344,6 +344,31 @@ static void test_kernel_choice(void) {
   CHECK(a->tile && !a->wgmma);
   splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile && !a->wgmma);
+  /* The f32 R-SDDMM on sm_90a: 3xTF32 on wgmma (sddmm_wgmma.cuh) at head_dim 64 (64-key
+   * sub-tiles) and 128 (32-key), one warpgroup; mma.sync on sm_80, at head_dim 40 (not
+   * whole 32-element panels), for 16-bit inputs and where its shared memory is over. */
+  splat__kspec *sd = &sp[SPLAT__KOP_SDDMM];
+  CHECK(sd->tile && sd->wgmma == SYNC && sd->warps == 4 && sd->kt == 64 && sd->stages == 2);
+  CHECK(splat__kspec_tile_threads(sd) == 128);
+  splat__kspec_names(sd, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1"), "%s", tile);
+  /* 1 KB slack + 2 K stages and the lo tile (64 keys x 256 B) + Q (64 rows of 68 floats,
+   * over the 64 x 72 staging floats) + 2 tables of 64 rows + row ids. */
+  CHECK(splat__kspec_tile_smem(sd) ==
+        1024 + 3 * 64 * 256 + 64 * 72 * 4 + 2 * 64 * (16 + 4) + 64 * 4);
+  splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->wgmma == SYNC && sd->kt == 32 &&
+        splat__kspec_tile_smem(sd) == 1024 + 3 * 32 * 512 + 64 * 132 * 4 + 2 * 64 * 20 + 256);
+  splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 84 * 1024, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->tile && !sd->wgmma); /* 86.8 KB over an 84 KB limit: mma.sync's 80.6 KB fit */
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_80", SYNC, 0, 0);
+  CHECK(sd->tile && !sd->wgmma);
+  splat__kspec_names(sd, rows, tile, sizeof rows);
+  CHECKF(!strncmp(tile, "splat_sddmm_tile_f32", 20), "%s", tile);
+  splat__kspec_plan(sp, SPLAT_F32, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->tile && !sd->wgmma);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->tile && !sd->wgmma);
   /* A tile kernel whose shared memory exceeds the device's limit is dropped. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 128, 48 * 1024, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile);

@@ -10,6 +10,7 @@
 
 #include "../../kernels/params.cuh"
 #include "core/dtype.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -393,6 +394,11 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
                     d->tile_q, d->tile_k, plan->report.tile_rows_max,
                     p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch, kind, warpgroups, kt);
+  int sddmm_wgmma;
+  st = splat__env_switch("SPLAT_SDDMM_WGMMA", "3xTF32 on wgmma for the f32 R-SDDMM on sm_90a",
+                         "3xTF32 on mma.sync, the portable kernel", &sddmm_wgmma);
+  if (st != SPLAT_OK) return st;
+  if (!sddmm_wgmma) p->spec[SPLAT__KOP_SDDMM].wgmma = SPLAT__WGMMA_NONE;
   const double t0 = splat__now_ms();
   /* The kernel ops are in the order of the SPLAT_OPS_* bits. */
   splat__kspec want[SPLAT__KOP_COUNT];

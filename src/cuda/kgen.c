@@ -33,6 +33,7 @@ static const char *op_name(splat__kop op) {
 }
 
 static const char *spec_template(const splat__kspec *s) {
+  if (s->op == SPLAT__KOP_SDDMM && s->wgmma) return "sddmm_wgmma.cuh";
   return s->wgmma == SPLAT__WGMMA_WS     ? "attention_ws.cuh"
          : s->wgmma == SPLAT__WGMMA_SYNC ? "attention_wgmma.cuh"
                                          : splat__kspec_template(s->op);
@@ -106,13 +107,14 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
   } else {
     snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
   }
-  if (s->tile && s->wgmma) {
+  if (s->tile && s->wgmma && s->op == SPLAT__KOP_ATTENTION) {
     snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d",
              s->wgmma == SPLAT__WGMMA_WS ? "ws" : "wgmma", dname(s->dt), s->head_dim, 16 * s->warps,
              s->tile_k, s->kt, s->stages, s->max_segs);
   } else if (s->tile) {
-    snprintf(tile, cap, "splat_%s_tile_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on, dname(s->dt),
-             dname(s->vdt), s->head_dim, 16 * s->warps, s->tile_k, s->kt, s->stages, s->max_segs);
+    snprintf(tile, cap, "splat_%s_%s_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on,
+             s->wgmma ? "wgmma" : "tile", dname(s->dt), dname(s->vdt), s->head_dim, 16 * s->warps,
+             s->tile_k, s->kt, s->stages, s->max_segs);
   } else if (cap) {
     tile[0] = '\0';
   }
@@ -132,6 +134,12 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
    * spmm.cuh, attention_tile.cuh and attention_wgmma.cuh (64 rows, swizzled tiles). */
   const int tq = 16 * s->warps;
   const int tables = s->stages * tq * (s->max_segs * IVAL_BYTES + 4) + tq * 4;
+  if (s->op == SPLAT__KOP_SDDMM && s->wgmma) {
+    /* sddmm_wgmma.cuh: alignment slack, the K ring and the lo tile (f32, swizzled), Q
+     * (padded f32 rows) sharing its buffer with the score staging tile. */
+    const int q = tq * (s->head_dim + 4) * 4, o = tq * (s->kt + 8) * (s->vdt == SPLAT_F32 ? 4 : 2);
+    return 1024 + (s->stages + 1) * s->kt * s->head_dim * 4 + (q > o ? q : o) + tables;
+  }
   if (s->op == SPLAT__KOP_SDDMM) {
     const int f32 = s->dt == SPLAT_F32, esz = f32 ? 4 : 2, kstep = f32 ? 8 : 16;
     const int dp = (s->head_dim + kstep - 1) / kstep * kstep, ld = dp + 16 / esz;
@@ -183,6 +191,20 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   s->warps = 4 * wgs;
   /* Two warpgroups: one CTA per SM (registers), so one more stage to cover latency. */
   if (wgs > 1) s->stages = s->head_dim <= 64 ? 4 : 3;
+  return 1;
+}
+
+int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
+  /* One warpgroup a CTA, Q's hi / lo registers within budget (head_dim up to 128), whole
+   * 128-byte panels of f32 (head_dim % 32 == 0), 32- or 64-key sub-tiles. */
+  if (s->op != SPLAT__KOP_SDDMM || s->dt != SPLAT_F32 || !s->tile || s->warps != 4 ||
+      s->head_dim % 32 || s->head_dim > 128 || (s->kt != 32 && s->kt != 64))
+    return 0;
+  s->wgmma = SPLAT__WGMMA_SYNC;
+  if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
+    s->wgmma = SPLAT__WGMMA_NONE;
+    return 0;
+  }
   return 1;
 }
 
@@ -258,6 +280,7 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
         *s = plain;
         splat__kspec_use_wgmma(s, SPLAT__WGMMA_SYNC, wgs, 0);
       }
+      splat__kspec_use_sddmm_wgmma(s, smem_optin);
     }
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   }
@@ -288,10 +311,11 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
              "in sub-tiles of %d keys, %d shared-memory stages, %d bytes of dynamic shared "
              "memory)",
              tile,
-             s->wgmma == SPLAT__WGMMA_WS ? "warp-specialised wgmma + TMA (sm_90a)"
-             : s->wgmma                  ? "wgmma (sm_90a)"
-             : s->dt == SPLAT_F32        ? "3xTF32 mma.sync"
-                                         : "mma.sync",
+             s->wgmma == SPLAT__WGMMA_WS      ? "warp-specialised wgmma + TMA (sm_90a)"
+             : s->wgmma && s->dt == SPLAT_F32 ? "3xTF32 wgmma (sm_90a)"
+             : s->wgmma                       ? "wgmma (sm_90a)"
+             : s->dt == SPLAT_F32             ? "3xTF32 mma.sync"
+                                              : "mma.sync",
              s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
   }
   snprintf(comment, sizeof comment,

@@ -31,7 +31,8 @@ typedef struct splat__kspec {
   int kt;        /* key sub-tile the tile kernel iterates (divides tile_k) */
   int stages;    /* shared-memory stages of the key/value gather */
   int row_warps; /* row kernel: warps (rows) per CTA */
-  int wgmma;     /* attention: which sm_90a tile kernel (SPLAT__WGMMA_*), or 0 */
+  int wgmma;     /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
+                  * means sddmm_wgmma.cuh */
 } splat__kspec;
 
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
@@ -49,7 +50,8 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
 int splat__kspec_table_segs(const splat_report *r);
 
 /* Kernel names: "splat_sddmm_rows_bf16_v_bf16_d128_k8", "splat_sddmm_tile_bf16_v_bf16_d128_
- * q128_k128_kt64_s2_k8". buf: host, cap chars. The tile name is "" when !s->tile. */
+ * q128_k128_kt64_s2_k8" ("splat_sddmm_wgmma_f32_..." for sddmm_wgmma.cuh). buf: host, cap
+ * chars. The tile name is "" when !s->tile. */
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
 
 /* The merge kernel of split tiles (attention specs with a tile kernel): its name, e.g.
@@ -87,6 +89,12 @@ const char *splat__kspec_template(splat__kop op);
  * at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128 (where
  * allowed). Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
+
+/* The f32 R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (3xTF32 on
+ * wgmma, one warpgroup per CTA) when it qualifies — f32, 4 warps, head_dim a multiple of 32
+ * up to 128, 32- or 64-key sub-tiles, shared memory within smem_optin (0: no limit).
+ * Returns 1 when it did. splat__kspec_plan applies it for sm_90a. */
+int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
  * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC), SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0, the
