@@ -13,7 +13,8 @@
  * for each whole chunk of probs of the same dtype (element stores in partial chunks, so
  * a neighbouring row's entries are never written). Rows of up to 32 x SPLAT_SM_RC chunks
  * keep their chunks in registers (one load each, splat_softmax_row_regs); longer ones
- * load each chunk in both passes (splat_softmax_row_vec).
+ * load each chunk in both passes (splat_softmax_row_vec). SPLAT_SM_RC is in params.cuh,
+ * where the host's launch reads it too.
  *
  * Prelude: SPLAT_SDT (scores), SPLAT_PDT (probs), SPLAT_ROW_WARPS, the kernel name. */
 
@@ -65,10 +66,6 @@ SPLAT_DEV void splat_softmax_chunk(const splat_softmax_params &P, int64_t c, int
     }
   }
 }
-
-/* Chunks of a row each lane keeps in registers on the register path (rows up to
- * 32 x SPLAT_SM_RC chunks: 768 f32 or 1536 16-bit entries; longer rows stream). */
-#define SPLAT_SM_RC 6
 
 /* Entry e of a 16-byte chunk of scores, as a float. */
 SPLAT_DEV float splat_softmax_entry(const uint4 &v, int e) {
