@@ -1,5 +1,6 @@
-/* params.cuh — the parameter structs of splat's kernels, defined once and shared by
- * the host (C11, included from the C files of src/cuda) and the device (NVRTC, no host headers).
+/* params.cuh — the parameter structs of splat's kernels and the constants the host needs
+ * from them, defined once and shared by the host (C11, included from the C files of
+ * src/cuda) and the device (NVRTC, no host headers).
  * Kernels take their struct by value. Pointers are device addresses; strides count
  * elements. Tensor index order is [batch, heads, seq, dim]; values are
  * [batch, heads, seq_q, W]. Keep every struct free of padding surprises: 8-byte
@@ -93,6 +94,11 @@ typedef struct splat_sddmm_params {
   float scale;
   int32_t pad;
 } splat_sddmm_params;
+
+/* Chunks (16 bytes) of a row each lane keeps in registers on the softmax's register path
+ * (kernels/softmax.cuh; rows up to 32 x SPLAT_SM_RC chunks: 768 f32 or 1536 16-bit
+ * entries; longer rows stream). The host's launch picks its grid by it (cuda_backend.c). */
+#define SPLAT_SM_RC 6
 
 /* probs = softmax(scale * scores) per row; lse optional (data NULL). */
 typedef struct splat_softmax_params {

@@ -13,7 +13,8 @@
  * for each whole chunk of probs of the same dtype (element stores in partial chunks, so
  * a neighbouring row's entries are never written). Rows of up to 32 x SPLAT_SM_RC chunks
  * keep their chunks in registers (one load each, splat_softmax_row_regs); longer ones
- * load each chunk in both passes (splat_softmax_row_vec).
+ * load each chunk in both passes (splat_softmax_row_vec). SPLAT_SM_RC is in params.cuh,
+ * where the host's launch reads it too.
  *
  * Prelude: SPLAT_SDT (scores), SPLAT_PDT (probs), SPLAT_ROW_WARPS, the kernel name. */
 
@@ -66,10 +67,6 @@ SPLAT_DEV void splat_softmax_chunk(const splat_softmax_params &P, int64_t c, int
   }
 }
 
-/* Chunks of a row each lane keeps in registers on the register path (rows up to
- * 32 x SPLAT_SM_RC chunks: 768 f32 or 1536 16-bit entries; longer rows stream). */
-#define SPLAT_SM_RC 6
-
 /* Entry e of a 16-byte chunk of scores, as a float. */
 SPLAT_DEV float splat_softmax_entry(const uint4 &v, int e) {
   const uint32_t w = e < SPLAT_SM_SE / 2 ? (e < SPLAT_SM_SE / 4 ? v.x : v.y)
@@ -82,21 +79,28 @@ SPLAT_DEV float splat_softmax_entry(const uint4 &v, int e) {
 #endif
 }
 
+/* Stores pr[0], ..., pr[SPLAT_SM_PE - 1] as probs entries [x, x + SPLAT_SM_PE), a whole
+ * aligned 16-byte chunk, in one 16-byte store. */
+SPLAT_DEV void splat_softmax_store_chunk(const splat_softmax_params &P, int64_t x,
+                                         const float *pr) {
+#if SPLAT_PDT == SPLAT_F32
+  const uint4 o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]), __float_as_uint(pr[2]),
+                             __float_as_uint(pr[3]));
+#else
+  const uint4 o =
+      make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
+                 splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
+#endif
+  *(uint4 *)((unsigned char *)P.probs.data + x * (16 / SPLAT_SM_PE)) = o;
+}
+
 /* Stores chunk c of probs: one 16-byte store when it is whole and probs has the scores'
  * entries per chunk, else entry by entry inside [so, so + nnz). */
 SPLAT_DEV void splat_softmax_put(const splat_softmax_params &P, int64_t c, int64_t so, int64_t nnz,
                                  const float (&pr)[SPLAT_SM_SE]) {
   const int64_t x0 = c * SPLAT_SM_SE;
   if (SPLAT_SM_SE == SPLAT_SM_PE && x0 >= so && x0 + SPLAT_SM_SE <= so + nnz) {
-    uint4 o;
-#if SPLAT_PDT == SPLAT_F32
-    o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]), __float_as_uint(pr[2]),
-                   __float_as_uint(pr[3]));
-#else
-    o = make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
-                   splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
-#endif
-    *(uint4 *)((unsigned char *)P.probs.data + x0 * (SPLAT_PDT == SPLAT_F32 ? 4 : 2)) = o;
+    splat_softmax_store_chunk(P, x0, pr);
   } else {
 #pragma unroll
     for (int e = 0; e < SPLAT_SM_SE; e++) {
@@ -176,15 +180,7 @@ SPLAT_DEV void splat_softmax_row_regs(const splat_softmax_params &P, int64_t so,
     for (int e = 0; e < SPLAT_SM_SE; e++)
       pr[e] = splat_ex2(fmaf(splat_softmax_entry(v[k], e), P.scale_log2, -M)) * inv;
     if (SPLAT_SM_SE == SPLAT_SM_PE && msk[k] == FULL) {
-#if SPLAT_PDT == SPLAT_F32
-      const uint4 o = make_uint4(__float_as_uint(pr[0]), __float_as_uint(pr[1]),
-                                 __float_as_uint(pr[2]), __float_as_uint(pr[3]));
-#else
-      const uint4 o =
-          make_uint4(splat_pack2<SPLAT_PDT>(pr[0], pr[1]), splat_pack2<SPLAT_PDT>(pr[2], pr[3]),
-                     splat_pack2<SPLAT_PDT>(pr[4], pr[5]), splat_pack2<SPLAT_PDT>(pr[6], pr[7]));
-#endif
-      *(uint4 *)((unsigned char *)P.probs.data + (so + x0) * SB) = o;
+      splat_softmax_store_chunk(P, so + x0, pr);
     } else {
 #pragma unroll
       for (int e = 0; e < SPLAT_SM_SE; e++) {

@@ -14,7 +14,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -28,22 +28,27 @@ from .pattern import Pattern, pattern_for_token
 _VALUES_ONLY_HEAD_DIM = 64
 
 
+class PlanParams(NamedTuple):
+    """What a plan is built for besides its pattern: the arguments that follow the pattern
+    in ``Plan(pattern, ...)`` and ``PlanCache.get(pattern, ...)``, defined once here."""
+
+    batch: int
+    heads: int
+    heads_kv: int
+    head_dim: int
+    dtype: int
+    device: str = "cpu"
+    ops: int = 0
+
+
 class Plan:
     """A C ``splat_plan``: the analysis of one pattern for one set of shapes, dtype
-    and device. Runs are serialised by ``lock`` (a plan runs on one thread at a time)."""
+    and device (``Plan(pattern, *args, **kwargs)``, the rest as ``PlanParams``). Runs are
+    serialised by ``lock`` (a plan runs on one thread at a time)."""
 
-    def __init__(
-        self,
-        pattern: Pattern,
-        batch: int,
-        heads: int,
-        heads_kv: int,
-        head_dim: int,
-        dtype: int,
-        device: str = "cpu",
-        ops: int = 0,
-    ) -> None:
+    def __init__(self, pattern: Pattern, *args: Any, **kwargs: Any) -> None:
         self.handle: Optional[int] = None
+        batch, heads, heads_kv, head_dim, dtype, device, ops = PlanParams(*args, **kwargs)
         ctx = _lib.context(device)
         desc = _lib.SplatPlanDesc(batch, heads, heads_kv, head_dim, dtype, 0, 0, 0, ops)
         out = ctypes.c_void_p()
@@ -70,14 +75,13 @@ class Plan:
             _lib._lib.splat_plan_destroy(handle)
 
 
-PlanKey = Tuple[Any, ...]
+PlanKey = Tuple[Any, PlanParams]
 
 
 class PlanCache:
-    """A bounded LRU of plans keyed by (pattern key, batch, heads, heads_kv,
-    head_dim, dtype, device, ops): the fused attention and the unfused operations
-    (``_lib.OPS_ATTENTION`` / ``_lib.OPS_UNFUSED``) get plans of their own, so a CUDA plan
-    compiles only the kernels it runs."""
+    """A bounded LRU of plans keyed by (pattern key, ``PlanParams``): the fused attention
+    and the unfused operations (``_lib.OPS_ATTENTION`` / ``_lib.OPS_UNFUSED``) get plans of
+    their own, so a CUDA plan compiles only the kernels it runs."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, capacity)
@@ -86,18 +90,10 @@ class PlanCache:
         self.hits = 0
         self.misses = 0
 
-    def get(
-        self,
-        pattern: Pattern,
-        batch: int,
-        heads: int,
-        heads_kv: int,
-        head_dim: int,
-        dtype: int,
-        device: str,
-        ops: int,
-    ) -> Plan:
-        key = (pattern.key, batch, heads, heads_kv, head_dim, dtype, device, ops)
+    def get(self, pattern: Pattern, *args: Any, **kwargs: Any) -> Plan:
+        """``Plan(pattern, *args, **kwargs)``: the cached one, else a new one, cached."""
+        params = PlanParams(*args, **kwargs)
+        key = (pattern.key, params)
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:
@@ -105,7 +101,7 @@ class PlanCache:
                 self.hits += 1
                 return plan
             self.misses += 1
-            plan = Plan(pattern, batch, heads, heads_kv, head_dim, dtype, device, ops)
+            plan = Plan(pattern, *params)
             self._plans[key] = plan
             while len(self._plans) > self.capacity:
                 self._plans.popitem(last=False)

@@ -546,8 +546,9 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
 }
 
 /* Bytes of the longest row the softmax keeps in registers (kernels/softmax.cuh: 32 lanes x
- * SPLAT_SM_RC = 6 chunks of 16 bytes, less two chunks for an unaligned start and end). */
-#define SOFTMAX_REG_ROW_BYTES (32 * 6 * 16 - 32)
+ * SPLAT_SM_RC (kernels/params.cuh) chunks of 16 bytes, less two chunks for an unaligned start
+ * and end). */
+#define SOFTMAX_REG_ROW_BYTES (32 * SPLAT_SM_RC * 16 - 32)
 
 /* Row kernel of op over permuted positions [begin, begin + count). `params` starts with
  * the shape at offset shape_off, which this sets. */
