@@ -120,6 +120,8 @@ SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t
        * chunk column is fixed and its keys step by a constant, so its source address steps
        * by a constant too — no per-chunk key or 64-bit address arithmetic. */
       constexpr int KSTEP = THREADS / CHUNKS;
+      static_assert((KSTEP & (KSTEP - 1)) == 0, "THREADS / CHUNKS: a power of two");
+      __builtin_assume(t < (unsigned)THREADS); /* the callers' threads: kk0 < KSTEP */
       const int ch = (int)(t % CHUNKS), kk0 = (int)(t / CHUNKS);
       const bool col = ch * EPC < SPLAT_HEAD_DIM;
       int64_t key = (int64_t)run.phase + (g0 + kk0) * (int64_t)run.stride;
@@ -129,7 +131,9 @@ SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t
 #pragma unroll
       for (int i = 0; i < N / THREADS; i++) {
         const bool valid = col && key < seq_k;
-        splat_cp_async16(dst(kk0 + i * KSTEP, ch), valid ? src : base, valid);
+        /* kk0 < KSTEP, a power of two: the row is kk0 | i KSTEP, and the bits of a
+         * swizzle phase (row % 8) stay kk0's when KSTEP >= 8 */
+        splat_cp_async16(dst(kk0 | (i * KSTEP), ch), valid ? src : base, valid);
         key += kstep;
         src += sstep;
       }

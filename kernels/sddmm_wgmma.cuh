@@ -46,17 +46,22 @@ static_assert(
     SPLAT_SDDMM_SMEM == SPLAT_TILE_SMEM,
     "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
-/* The chunks of a K stage this thread gathered (splat_gather_keys' assignment: chunk
- * threadIdx.x + i * THREADS), split into tf32 hi in place and lo at the same offset of
- * the lo tile. */
+/* The chunks of a K stage this thread gathered (splat_gather_keys' affine assignment:
+ * column ch = t % WCHUNKS, rows kk0 + i * KSTEP with kk0 = t / WCHUNKS < KSTEP), split
+ * into tf32 hi in place and lo at the same offset of the lo tile. KSTEP is a power of two
+ * above kk0, so row kk0 + i KSTEP's swizzle phase is kk0's XOR (i KSTEP) % 8 and each
+ * chunk's offset is the first one's plus constants. */
 SPLAT_DEV void splat_sddmm_split_own(unsigned char *stage, unsigned char *lo) {
-  constexpr int N = SPLAT_KT * SPLAT_WCHUNKS;
-  static_assert(N % SPLAT_THREADS == 0, "whole chunks per thread");
+  constexpr int N = SPLAT_KT * SPLAT_WCHUNKS, KSTEP = SPLAT_THREADS / SPLAT_WCHUNKS;
+  static_assert(
+      N % SPLAT_THREADS == 0 && SPLAT_THREADS % SPLAT_WCHUNKS == 0 && (KSTEP & (KSTEP - 1)) == 0,
+      "whole chunks per thread, a fixed column, a power-of-two row step");
+  const unsigned t = threadIdx.x;
+  const int ch = (int)(t % SPLAT_WCHUNKS), kk0 = (int)(t / SPLAT_WCHUNKS);
+  const uint32_t base = splat_sw128_tile_off<SPLAT_KT>(kk0, ch);
 #pragma unroll
   for (int i = 0; i < N / SPLAT_THREADS; i++) {
-    const unsigned c = threadIdx.x + (unsigned)(i * SPLAT_THREADS);
-    const uint32_t off =
-        splat_sw128_tile_off<SPLAT_KT>((int)(c / SPLAT_WCHUNKS), (int)(c % SPLAT_WCHUNKS));
+    const uint32_t off = (base + (uint32_t)(i * KSTEP * 128)) ^ (uint32_t)(((i * KSTEP) & 7) << 4);
     const float4 x = *(const float4 *)(stage + off);
     uint4 h, l;
     splat_tf32_split(x.x, h.x, l.x);
