@@ -133,10 +133,12 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
 /* Writes the warp's staged rows: each row's part of every interval of table buffer tb
  * that meets gathered indices [g0, g0 + KT) is a contiguous range of value entries,
  * written by 16-byte stores (8 lanes per row, 4 rows at a time) when `vec` (contiguous,
- * 16-byte aligned scores); partial 16-byte chunks element by element. */
+ * 16-byte aligned scores); partial 16-byte chunks element by element. bh_off: the
+ * element offset of (b, h) in the scores. Positions inside a row are 32-bit (entry
+ * counts of one row), addresses 64-bit once per interval. */
 SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
-                                 int nrows, int warp, int lane, int32_t g0, int64_t b, int64_t h,
+                                 int nrows, int warp, int lane, int32_t g0, int64_t bh_off,
                                  bool vec) {
   const int sub = lane & 7;
 #pragma unroll
@@ -145,19 +147,22 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
     if (r < nrows) {
       const int niv = sNiv[tb * SPLAT_TQ + r];
       const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-      const int64_t so = splat_off(P.scores, b, h, sRow[r]);
+      const int64_t so = bh_off + (int64_t)sRow[r] * P.scores.s2;
       for (int q = 0; q < niv; q++) {
         int32_t a, x;
         const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
         if (len <= 0) continue;
         const int src = rl * SPLAT_LDO + (a - g0);
         if (vec) {
-          const int64_t d0 = so + x;
-          const int64_t c1 = (d0 + len - 1) >> SPLAT_OVS;
-          for (int64_t c = (d0 >> SPLAT_OVS) + sub; c <= c1; c += 8) {
-            const int64_t e0 = c << SPLAT_OVS;
-            const int s0 = src + (int)(e0 - d0);
-            if (e0 >= d0 && e0 + SPLAT_OV <= d0 + len) {
+          /* Entry e of the range sits at d + e; chunk k of the 16-byte-aligned span starts
+           * at entry k OV - mis (mis: the range's entries before d in its chunk). */
+          unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
+          const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
+          uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
+          const int nch = (mis + len + SPLAT_OV - 1) >> SPLAT_OVS;
+          for (int k = sub; k < nch; k += 8) {
+            const int e0 = (k << SPLAT_OVS) - mis, s0 = src + e0;
+            if (e0 >= 0 && e0 + SPLAT_OV <= len) {
               uint4 v;
 #if SPLAT_SDT == SPLAT_F32
               v.x = splat_sddmm_staged(wo, s0);
@@ -181,13 +186,12 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
                 v.w = __byte_perm(u3, u4, 0x5432);
               }
 #endif
-              *(uint4 *)((unsigned char *)P.scores.data + e0 * SPLAT_OSZ) = v;
+              cbase[k] = v;
             } else {
 #pragma unroll
               for (int k2 = 0; k2 < SPLAT_OV; k2++) {
-                const int64_t e = e0 + k2;
-                if (e >= d0 && e < d0 + len)
-                  splat_sddmm_put(P.scores.data, e, splat_sddmm_staged(wo, s0 + k2));
+                const int e = e0 + k2;
+                if (e >= 0 && e < len) splat_sddmm_put(d, e, splat_sddmm_staged(wo, s0 + k2));
               }
             }
           }
@@ -263,7 +267,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     const int64_t hk = h / P.shape.heads_per_kv;
-    const int64_t ko = splat_off(P.k, b, hk, 0);
+    const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
     splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
@@ -340,7 +344,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         /* Stage the warp's scores, then write its rows' entries. */
         splat_sddmm_stage(acc, P.scale, wo, lane);
         __syncwarp();
-        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, b, h, vec);
+        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
         __syncwarp();
       }
       __syncthreads(); /* stage `it` may be refilled */

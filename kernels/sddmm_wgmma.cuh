@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     const int64_t hk = h / P.shape.heads_per_kv;
-    const int64_t ko = splat_off(P.k, b, hk, 0);
+    const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with the staging and tables */
     splat_gather_rows<SPLAT_WCHUNKS, SPLAT_TQ, SPLAT_THREADS, float>(
@@ -164,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
       if (splat_sddmm_warp_touches(sIv, sNiv, tb, nrows, warp, lane, g0)) {
         splat_sddmm_stage(acc, P.scale, wo, lane);
         __syncwarp();
-        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, b, h, vec);
+        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
         __syncwarp();
       }
       __syncthreads(); /* stage `it` and the lo tile may be refilled */
