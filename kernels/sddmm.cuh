@@ -22,7 +22,9 @@
  * tile kernel's layout requirements (contiguous, 16-byte aligned rows) do not hold.
  *
  * Prelude: SPLAT_DT (Q, K), SPLAT_SDT (scores), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
- * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, and the two kernel names. */
+ * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, SPLAT_WLPR (lanes per row of the
+ * score write-out: 2, or 8 for plans with regrouped rows; kgen.h splat__kspec_write_lanes),
+ * and the two kernel names. */
 
 #include "common.cuh"
 #include "pipeline.cuh"
@@ -130,20 +132,23 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
   }
 }
 
+static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
+              "SPLAT_WLPR: lanes per row of the write-out, 2, 4 or 8");
+
 /* Writes the warp's staged rows: each row's part of every interval of table buffer tb
  * that meets gathered indices [g0, g0 + KT) is a contiguous range of value entries,
- * written by 16-byte stores (8 lanes per row, 4 rows at a time) when `vec` (contiguous,
- * 16-byte aligned scores); partial 16-byte chunks element by element. bh_off: the
- * element offset of (b, h) in the scores. Positions inside a row are 32-bit (entry
- * counts of one row), addresses 64-bit once per interval. */
+ * written by 16-byte stores (SPLAT_WLPR lanes per row, 32 / SPLAT_WLPR rows a pass) when
+ * `vec` (contiguous, 16-byte aligned scores); partial 16-byte chunks element by element. bh_off:
+ * the element offset of (b, h) in the scores. Positions inside a row are 32-bit (entry counts of
+ * one row), addresses 64-bit once per interval. */
 SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
                                  int nrows, int warp, int lane, int32_t g0, int64_t bh_off,
                                  bool vec) {
-  const int sub = lane & 7;
+  const int sub = lane % SPLAT_WLPR;
 #pragma unroll
-  for (int pass = 0; pass < 4; pass++) {
-    const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
+  for (int pass = 0; pass < SPLAT_WLPR / 2; pass++) {
+    const int rl = (32 / SPLAT_WLPR) * pass + lane / SPLAT_WLPR, r = 16 * warp + rl;
     if (r < nrows) {
       const int niv = sNiv[tb * SPLAT_TQ + r];
       const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
@@ -160,7 +165,7 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
           const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
           uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
           const int nch = (mis + len + SPLAT_OV - 1) >> SPLAT_OVS;
-          for (int k = sub; k < nch; k += 8) {
+          for (int k = sub; k < nch; k += SPLAT_WLPR) {
             const int e0 = (k << SPLAT_OVS) - mis, s0 = src + e0;
             if (e0 >= 0 && e0 + SPLAT_OV <= len) {
               uint4 v;
@@ -196,7 +201,7 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
             }
           }
         } else {
-          for (int k2 = sub; k2 < len; k2 += 8) {
+          for (int k2 = sub; k2 < len; k2 += SPLAT_WLPR) {
             splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,
                             splat_sddmm_staged(wo, src + k2));
           }

@@ -351,7 +351,14 @@ static void test_kernel_choice(void) {
   CHECK(sd->tile && sd->wgmma == SYNC && sd->warps == 4 && sd->kt == 64 && sd->stages == 2);
   CHECK(splat__kspec_tile_threads(sd) == 128);
   splat__kspec_names(sd, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1"), "%s", tile);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w2"), "%s", tile);
+  /* The write-out's lanes per row: 2 for rows in identity order, 8 for regrouped rows. */
+  splat__kspec_write_lanes(sp, 1);
+  CHECK(sd->write_lanes == 8 && sp[SPLAT__KOP_SPMM].write_lanes == 0);
+  splat__kspec_names(sd, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w8"), "%s", tile);
+  splat__kspec_write_lanes(sp, 0);
+  CHECK(sd->write_lanes == 2);
   /* 1 KB slack + 2 K stages and the lo tile (64 keys x 256 B) + Q (64 rows of 68 floats,
    * over the 64 x 72 staging floats) + 2 tables of 64 rows + row ids. */
   CHECK(splat__kspec_tile_smem(sd) ==

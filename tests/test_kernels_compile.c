@@ -92,7 +92,7 @@ int main(void) {
     printf("0 passed, 0 failed, 1 skipped\n");
     return 0;
   }
-  jobs = calloc(2 * (3 * 4 * 3 + 3) + 2 * 3 * 4 + 4, sizeof *jobs);
+  jobs = calloc(2 * (3 * 4 * 3 + 3) + 2 * 3 * 4 + 4 + 2 * 3, sizeof *jobs);
   for (int t = 0; t < 3; t++) {
     splat__kspec s;
     splat__kspec_init(&s, SPLAT__KOP_SOFTMAX, dts[t], dts[t], dts[t], 0, SPLAT_MAX_SEGMENTS, 128,
@@ -104,6 +104,12 @@ int main(void) {
         splat__kspec_init(&s, ops[o], dts[t], dts[t], dts[t], dims[d], SPLAT_MAX_SEGMENTS, 128,
                           128);
         add(&s);
+        /* The SDDMM write-out with 8 lanes a row (plans with regrouped rows), at head_dim 64. */
+        if (ops[o] == SPLAT__KOP_SDDMM && dims[d] == 64) {
+          splat__kspec w8 = s;
+          w8.write_lanes = 8;
+          add(&w8);
+        }
         /* The f32 R-SDDMM on wgmma (sm_90a only). */
         splat__kspec wf = s;
         if (splat__kspec_use_sddmm_wgmma(&wf, 0)) add_arch(&wf, "sm_90a");

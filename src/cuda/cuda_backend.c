@@ -394,6 +394,7 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
                     d->tile_q, d->tile_k, plan->report.tile_rows_max,
                     p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch, kind, warpgroups, kt);
+  splat__kspec_write_lanes(p->spec, plan->report.rows_permuted);
   int sddmm_wgmma;
   st = splat__env_switch("SPLAT_SDDMM_WGMMA", "3xTF32 on wgmma for the f32 R-SDDMM on sm_90a",
                          "3xTF32 on mma.sync, the portable kernel", &sddmm_wgmma);

@@ -62,6 +62,7 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->head_dim = head_dim;
   s->max_segs = max_segs;
   s->row_warps = 4;
+  s->write_lanes = op == SPLAT__KOP_SDDMM ? 2 : 0;
   s->stages = 2;
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
@@ -112,9 +113,11 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
              s->wgmma == SPLAT__WGMMA_WS ? "ws" : "wgmma", dname(s->dt), s->head_dim, 16 * s->warps,
              s->tile_k, s->kt, s->stages, s->max_segs);
   } else if (s->tile) {
-    snprintf(tile, cap, "splat_%s_%s_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d", on,
+    char w[16] = "";
+    if (s->op == SPLAT__KOP_SDDMM) snprintf(w, sizeof w, "_w%d", s->write_lanes);
+    snprintf(tile, cap, "splat_%s_%s_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s", on,
              s->wgmma ? "wgmma" : "tile", dname(s->dt), dname(s->vdt), s->head_dim, 16 * s->warps,
-             s->tile_k, s->kt, s->stages, s->max_segs);
+             s->tile_k, s->kt, s->stages, s->max_segs, w);
   } else if (cap) {
     tile[0] = '\0';
   }
@@ -206,6 +209,10 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
     return 0;
   }
   return 1;
+}
+
+void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted) {
+  specs[SPLAT__KOP_SDDMM].write_lanes = rows_permuted ? 8 : 2;
 }
 
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
@@ -339,7 +346,7 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
                                  "SPLAT_HEAD_DIM",  "SPLAT_MAX_SEGS", "SPLAT_WARPS",
                                  "SPLAT_KT",        "SPLAT_TILE_K",   "SPLAT_STAGES",
                                  "SPLAT_ROW_WARPS", "SPLAT_TILE_SMEM"};
-  char text[NINT][16], rows_name[48], tile_name[48], merge[160];
+  char text[NINT][16], rows_name[48], tile_name[48], merge[160], lanes[16];
   splat__define defs[NDEF];
   int n = 0;
   for (int i = 0; i < NINT; i++, n++) {
@@ -354,6 +361,11 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   if (merge[0]) {
     defs[n].name = "SPLAT_ATTN_MERGE_NAME";
     defs[n++].value = merge;
+  }
+  if (s->op == SPLAT__KOP_SDDMM) {
+    snprintf(lanes, sizeof lanes, "%d", s->write_lanes);
+    defs[n].name = "SPLAT_WLPR";
+    defs[n++].value = lanes;
   }
   if (s->tile) {
     snprintf(tile_name, sizeof tile_name, "SPLAT_%s_TILE_NAME", N);

@@ -24,15 +24,16 @@ typedef struct splat__kspec {
   splat_dtype vdt; /* ACSR values: scores (sddmm out, softmax in) or probs (spmm in) */
   splat_dtype pdt; /* softmax only: probs out */
   int head_dim;
-  int max_segs;  /* K of the plan: interval-table rows */
-  int tile;      /* 1: also the tensor-core tile kernel (sddmm; spmm, attention f16/bf16) */
-  int warps;     /* tile kernel: warps per CTA = tile_q / 16 */
-  int tile_k;    /* the plan's key tile */
-  int kt;        /* key sub-tile the tile kernel iterates (divides tile_k) */
-  int stages;    /* shared-memory stages of the key/value gather */
-  int row_warps; /* row kernel: warps (rows) per CTA */
-  int wgmma;     /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
-                  * means sddmm_wgmma.cuh */
+  int max_segs;    /* K of the plan: interval-table rows */
+  int tile;        /* 1: also the tensor-core tile kernel (sddmm; spmm, attention f16/bf16) */
+  int warps;       /* tile kernel: warps per CTA = tile_q / 16 */
+  int tile_k;      /* the plan's key tile */
+  int kt;          /* key sub-tile the tile kernel iterates (divides tile_k) */
+  int stages;      /* shared-memory stages of the key/value gather */
+  int row_warps;   /* row kernel: warps (rows) per CTA */
+  int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
+                    * means sddmm_wgmma.cuh */
+  int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 8 */
 } splat__kspec;
 
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
@@ -50,8 +51,9 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
 int splat__kspec_table_segs(const splat_report *r);
 
 /* Kernel names: "splat_sddmm_rows_bf16_v_bf16_d128_k8", "splat_sddmm_tile_bf16_v_bf16_d128_
- * q128_k128_kt64_s2_k8" ("splat_sddmm_wgmma_f32_..." for sddmm_wgmma.cuh). buf: host, cap
- * chars. The tile name is "" when !s->tile. */
+ * q128_k128_kt64_s2_k8_w2" ("splat_sddmm_wgmma_f32_..." for sddmm_wgmma.cuh; sddmm tile
+ * names end in the write-out's lanes per row). buf: host, cap chars. The tile name is ""
+ * when !s->tile. */
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
 
 /* The merge kernel of split tiles (attention specs with a tile kernel): its name, e.g.
@@ -95,6 +97,13 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
  * up to 128, 32- or 64-key sub-tiles, shared memory within smem_optin (0: no limit).
  * Returns 1 when it did. splat__kspec_plan applies it for sm_90a. */
 int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin);
+
+/* The sddmm tile kernels' lanes per row of the score write-out, from the plan's report:
+ * 2 (a warp's 16 rows in one pass, one interval setup a row and sub-tile) for rows in
+ * identity order, 8 (4 rows a pass) where rows were regrouped by stride and phase
+ * (rows_permuted), whose rows interleave in memory with other CTAs' and which ran up to
+ * 27% slower with 2 (bench/NOTES.md, v6). */
+void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
  * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC), SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0, the
