@@ -374,8 +374,28 @@ static void test_kernel_choice(void) {
   CHECKF(!strncmp(tile, "splat_sddmm_tile_f32", 20), "%s", tile);
   splat__kspec_plan(sp, SPLAT_F32, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && !sd->wgmma);
+  /* head_dim 96: 24 chunks a row do not divide the 128 threads (the split's assignment);
+   * 32: not among the head_dims checked on a GPU. */
+  splat__kspec_plan(sp, SPLAT_F32, 96, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->tile && !sd->wgmma);
+  splat__kspec_plan(sp, SPLAT_F32, 32, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->tile && !sd->wgmma);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && !sd->wgmma);
+  /* SPLAT_SDDMM_WGMMA=0: the mma.sync kernel (80.6 KB at head_dim 128), dropped when over the
+   * limit; bad values are refused with a sentence. */
+  unsetenv("SPLAT_SDDMM_WGMMA");
+  splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(splat__kspec_env_sddmm(sp, 0) == SPLAT_OK && sd->wgmma == SYNC);
+  setenv("SPLAT_SDDMM_WGMMA", "0", 1);
+  CHECK(splat__kspec_env_sddmm(sp, 0) == SPLAT_OK && sd->tile && !sd->wgmma);
+  splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 87 * 1024, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->wgmma == SYNC);
+  CHECK(splat__kspec_env_sddmm(sp, 78 * 1024) == SPLAT_OK && !sd->tile && !sd->wgmma);
+  setenv("SPLAT_SDDMM_WGMMA", "no", 1);
+  CHECK(splat__kspec_env_sddmm(sp, 0) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat__thread_error(), "SPLAT_SDDMM_WGMMA=no"), "'%s'", splat__thread_error());
+  unsetenv("SPLAT_SDDMM_WGMMA");
   /* A tile kernel whose shared memory exceeds the device's limit is dropped. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 128, 48 * 1024, "sm_90a", SYNC, 0, 0);
   CHECK(!a->tile);

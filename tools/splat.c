@@ -637,6 +637,8 @@ static int cmd_codegen(int argc, char **argv) {
   splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, splat__kspec_table_segs(&rep),
                     rep.tile_q, rep.tile_k, rep.tile_rows_max, 0, arch, kind, warpgroups, kt);
   splat__kspec_write_lanes(specs, rep.rows_permuted);
+  st = splat__kspec_env_sddmm(specs, 0);
+  if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
       "key runs\n",

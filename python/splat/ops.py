@@ -30,15 +30,17 @@ _VALUES_ONLY_HEAD_DIM = 64
 
 class PlanParams(NamedTuple):
     """What a plan is built for besides its pattern: the arguments that follow the pattern
-    in ``Plan(pattern, ...)`` and ``PlanCache.get(pattern, ...)``, defined once here."""
+    in ``Plan(pattern, ...)`` and ``PlanCache.get(pattern, ...)``, defined once here. All
+    required: a cached plan for the wrong device or operations must not come from an
+    omitted argument."""
 
     batch: int
     heads: int
     heads_kv: int
     head_dim: int
     dtype: int
-    device: str = "cpu"
-    ops: int = 0
+    device: str
+    ops: int
 
 
 class Plan:

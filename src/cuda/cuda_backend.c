@@ -10,7 +10,6 @@
 
 #include "../../kernels/params.cuh"
 #include "core/dtype.h"
-#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -395,11 +394,8 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
                     d->tile_q, d->tile_k, plan->report.tile_rows_max,
                     p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch, kind, warpgroups, kt);
   splat__kspec_write_lanes(p->spec, plan->report.rows_permuted);
-  int sddmm_wgmma;
-  st = splat__env_switch("SPLAT_SDDMM_WGMMA", "3xTF32 on wgmma for the f32 R-SDDMM on sm_90a",
-                         "3xTF32 on mma.sync, the portable kernel", &sddmm_wgmma);
+  st = splat__kspec_env_sddmm(p->spec, p->cu->dev.max_smem_per_block_optin);
   if (st != SPLAT_OK) return st;
-  if (!sddmm_wgmma) p->spec[SPLAT__KOP_SDDMM].wgmma = SPLAT__WGMMA_NONE;
   const double t0 = splat__now_ms();
   /* The kernel ops are in the order of the SPLAT_OPS_* bits. */
   splat__kspec want[SPLAT__KOP_COUNT];

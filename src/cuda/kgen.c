@@ -198,10 +198,12 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
 }
 
 int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
-  /* One warpgroup a CTA, Q's hi / lo registers within budget (head_dim up to 128), whole
-   * 128-byte panels of f32 (head_dim % 32 == 0), 32- or 64-key sub-tiles. */
+  /* One warpgroup a CTA; head_dim 64 or 128: whole 128-byte panels of f32, a row's 16-byte
+   * chunks dividing the 128 threads (each thread splits the same column of chunks it
+   * gathered; head_dim 96's 24 chunks do not), Q's hi / lo registers within budget; 32- or
+   * 64-key sub-tiles. */
   if (s->op != SPLAT__KOP_SDDMM || s->dt != SPLAT_F32 || !s->tile || s->warps != 4 ||
-      s->head_dim % 32 || s->head_dim > 128 || (s->kt != 32 && s->kt != 64))
+      (s->head_dim != 64 && s->head_dim != 128) || (s->kt != 32 && s->kt != 64))
     return 0;
   s->wgmma = SPLAT__WGMMA_SYNC;
   if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
@@ -209,6 +211,18 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
     return 0;
   }
   return 1;
+}
+
+splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
+  int on;
+  splat_status st =
+      splat__env_switch("SPLAT_SDDMM_WGMMA", "3xTF32 on wgmma for the f32 R-SDDMM on sm_90a",
+                        "3xTF32 on mma.sync, the portable kernel", &on);
+  splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
+  if (st != SPLAT_OK || on || !s->wgmma) return st;
+  s->wgmma = SPLAT__WGMMA_NONE;
+  if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
+  return SPLAT_OK;
 }
 
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted) {

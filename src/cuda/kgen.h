@@ -93,10 +93,16 @@ const char *splat__kspec_template(splat__kop op);
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
 
 /* The f32 R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (3xTF32 on
- * wgmma, one warpgroup per CTA) when it qualifies — f32, 4 warps, head_dim a multiple of 32
- * up to 128, 32- or 64-key sub-tiles, shared memory within smem_optin (0: no limit).
- * Returns 1 when it did. splat__kspec_plan applies it for sm_90a. */
+ * wgmma, one warpgroup per CTA) when it qualifies — f32, 4 warps, head_dim 64 or 128, 32-
+ * or 64-key sub-tiles, shared memory within smem_optin (0: no limit). Returns 1 when it
+ * did. splat__kspec_plan applies it for sm_90a. */
 int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin);
+
+/* SPLAT_SDDMM_WGMMA from the environment, applied to a plan's specs: 1 or unset keeps
+ * them; 0 gives the f32 R-SDDMM the mma.sync tile kernel instead of sddmm_wgmma.cuh's
+ * (dropping the tile kernel if that one's shared memory exceeds smem_optin, 0: no limit);
+ * any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
+splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
 
 /* The sddmm tile kernels' lanes per row of the score write-out, from the plan's report:
  * 2 (a warp's 16 rows in one pass, one interval setup a row and sub-tile) for rows in
