@@ -99,7 +99,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                 [&](int kk, int ch) { return sv + kk * SPLAT_LD + ch * 8; });
           });
     };
-#pragma unroll
+    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
+     * tables and the gather; copies of them cost compile time, not speed). */
+#pragma unroll 1
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
     float o[SPLAT_DP / 2];

@@ -111,15 +111,14 @@ struct splat_ws_item {
 
 /* Work item w of P.work: tile-major (the host uploads the tiles heaviest first), then row
  * block, then batch*head (fastest), as splat_tile_block orders a grid of one item per
- * CTA. nrows <= 0: a row block past its tile, no work. In index type I: 32 bits when
- * P.work fits (64-bit divisions cost ~100 instructions each, per item and warp), else
- * 64 (splat_ws_item_of). */
-template <typename I>
-SPLAT_DEV splat_ws_item splat_ws_item_as(const splat_attention_params &P, I w, I BH) {
+ * CTA. nrows <= 0: a row block past its tile, no work. In 32 bits (64-bit divisions cost
+ * ~100 instructions each, per item and warp, and their code doubled the producer's): the
+ * host launches this kernel only where P.work < 2^32 (cuda_backend.c launch_tile). */
+SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, uint32_t w, uint32_t BH) {
   splat_ws_item it;
-  const I heads = (I)P.shape.heads;
-  const I gz = (I)((P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ), per = BH * gz;
-  const I rest = w % per, bh = rest % BH;
+  const uint32_t heads = (uint32_t)P.shape.heads;
+  const uint32_t gz = (uint32_t)((P.part_rows + SPLAT_TQ - 1) / SPLAT_TQ), per = BH * gz;
+  const uint32_t rest = w % per, bh = rest % BH;
   it.ti = (int)(w / per);
   it.bh = (int64_t)bh;
   it.b = (int64_t)(bh / heads);
@@ -128,10 +127,6 @@ SPLAT_DEV splat_ws_item splat_ws_item_as(const splat_attention_params &P, I w, I
   it.tile = P.pat.tiles[it.ti];
   it.nrows = it.tile.nrows - it.rb < SPLAT_TQ ? it.tile.nrows - it.rb : SPLAT_TQ;
   return it;
-}
-SPLAT_DEV splat_ws_item splat_ws_item_of(const splat_attention_params &P, int64_t w, int64_t BH) {
-  return P.work <= 0xffffffffll ? splat_ws_item_as<uint32_t>(P, (uint32_t)w, (uint32_t)BH)
-                                : splat_ws_item_as<int64_t>(P, w, BH);
 }
 
 /* What the consumers need of an item, written by the producer beside its Q and row ids:
@@ -195,6 +190,20 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   }
 }
 
+/* A sub-tile of K (K-major, mn = false) or V (MN-major, mn = true) gathered by the
+ * producer warpgroup's cp.async into the swizzled stage tile `dst`, for sub-tiles no TMA
+ * view serves: out of line, one copy of the gather's code for both (the path is rare and
+ * its two inlined copies were an eighth of the kernel's code and compile time). */
+__device__ __noinline__ void splat_ws_gather(const uint16_t *base, int64_t off, int64_t s2,
+                                             int64_t seq_k, splat_dev_run run, int32_t g0,
+                                             unsigned char *dst, bool mn) {
+  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128>(
+      base, off, s2, seq_k, run, g0, [&](int kk, int ch) {
+        return dst + (mn ? splat_sw128_tile_off_mn<SPLAT_KT>(kk, ch)
+                         : splat_sw128_tile_off<SPLAT_KT>(kk, ch));
+      });
+}
+
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const __grid_constant__ splat_attention_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
@@ -244,12 +253,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     int nrow = 0;
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
-      const splat_ws_item nx = splat_ws_item_of(P, at, BH);
+      const splat_ws_item nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
       nrow = (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
     };
     fetch(blockIdx.x);
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
-      const splat_ws_item it = splat_ws_item_of(P, w, BH);
+      const splat_ws_item it = splat_ws_item_of(P, (uint32_t)w, (uint32_t)BH);
       const int row = nrow;
       if (it.nrows <= 0) {
         fetch(w + gridDim.x);
@@ -346,12 +355,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
               splat_mbar_arrive(&full[st]);
             }
           } else {
-            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128>(
-                (const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
-                [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
-            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128>(
-                (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
-                [&](int kk, int ch) { return sv + splat_sw128_tile_off_mn<SPLAT_KT>(kk, ch); });
+            splat_ws_gather((const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0, sk,
+                            false);
+            splat_ws_gather((const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0, sv, true);
             splat_cp_async_commit();
             splat_cp_async_wait<0>();
             splat_fence_proxy_async();
@@ -405,27 +411,28 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     uint32_t a[SPLAT_KT / 16][4]; /* P of the pending sub-tile (stage pst), in 16 bits */
     int pst = 0;
 
-    /* O += P V of the pending sub-tile: its k16 steps on the V of stage ST (a splat_const). */
-    auto issue_pv_at = [&](auto ST) {
+    /* O += P V of the pending sub-tile: its k16 steps on the V of the stage whose
+     * descriptor is vdesc (the steady loop passes a stage's as a constant offset from
+     * vdesc0, the rare paths one computed at run time: one copy of their code, not one a
+     * stage). */
+    auto issue_pv_on = [&](uint64_t vdesc) {
 #pragma unroll
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
         splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(
-            o, a[kk],
-            splat_wgmma_desc_add(
-                vdesc0, ST.value * 2 * SPLAT_TILE_BYTES(SPLAT_KT) + splat_wgmma_mn_step(kk)),
-            1);
+            o, a[kk], splat_wgmma_desc_add(vdesc, splat_wgmma_mn_step(kk)), 1);
       }
+    };
+    auto stage_desc = [&](uint64_t desc0, uint32_t st) {
+      return splat_wgmma_desc_add(desc0, st * 2 * SPLAT_TILE_BYTES(SPLAT_KT));
     };
 
     /* O += P V of the pending sub-tile (issued, or issue it now when `issue`); waits for
      * it and releases its stage. */
     auto finish_pv = [&](bool issue) {
       if (issue) {
-        splat_with_const<SPLAT_STAGES>(pst, [&](auto ST) {
-          splat_wgmma_fence();
-          issue_pv_at(ST);
-          splat_wgmma_commit();
-        });
+        splat_wgmma_fence();
+        issue_pv_on(stage_desc(vdesc0, (uint32_t)pst));
+        splat_wgmma_commit();
       }
       splat_wgmma_wait<0>();
 #pragma unroll
@@ -461,28 +468,35 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                              sSpan[tb * (SPLAT_TQ / 32) + 2 * cw + 1]);
     };
     auto next = [&](bool pending) -> int {
-      for (; li < nruns; step()) {
-        const int st = (int)(n % SPLAT_STAGES), tb = (int)((R + li) % SPLAT_STAGES);
-        const int32_t g0 = run.x + ls * SPLAT_KT;
-        splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
-        bool touched = active;
-        if (touched && run.z) {
-          /* By the span when it is exact, else by the rows' intervals. */
-          const int4 sp = span(tb);
-          touched = sp.x == (int)0x80000000 ? splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
-                                                  sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
-                                                  sNiv + tb * SPLAT_TQ, 64 * cw, g0, lane)
-                                            : sp.x < g0 + SPLAT_KT && sp.y >= g0;
+      for (;; step()) {
+        const bool end = li >= nruns;
+        const int st = (int)(n % SPLAT_STAGES);
+        bool touched = false;
+        if (!end) {
+          const int tb = (int)((R + li) % SPLAT_STAGES);
+          const int32_t g0 = run.x + ls * SPLAT_KT;
+          splat_mbar_wait(&full[st], (n / SPLAT_STAGES) & 1u);
+          touched = active;
+          if (touched && run.z) {
+            /* By the span when it is exact (always with one segment a row: no row has two
+             * intervals), else by the rows' intervals. */
+            const int4 sp = span(tb);
+            touched = SPLAT_MAX_SEGS > 1 && sp.x == (int)0x80000000
+                          ? splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
+                                sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ, 64 * cw,
+                                g0, lane)
+                          : sp.x < g0 + SPLAT_KT && sp.y >= g0;
+          }
         }
         if (touched) return pending ? 2 : 1;
+        /* A skip or the end: the pending P V first (one call site: its code once). */
         if (pending) {
           finish_pv(true);
           pending = false;
         }
+        if (end) return 0;
         splat_mbar_arrive(&empty[st]);
       }
-      if (pending) finish_pv(true);
-      return 0;
     };
     /* The scores of the cursor's sub-tile in s, masked, then their softmax half. */
     auto scores = [&](float(&s)[SPLAT_NS], float(&alpha)[2]) {
@@ -499,30 +513,29 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
-    auto issue_s_at = [&](float(&s)[SPLAT_NS], auto ST) {
+    /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). */
+    auto issue_s_on = [&](float(&s)[SPLAT_NS], uint64_t kdesc) {
 #pragma unroll
       for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
         splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(
             s, splat_wgmma_desc_add(qdesc, splat_wgmma_k_step<SPLAT_TQ>(kk)),
-            splat_wgmma_desc_add(kdesc0, ST.value * 2 * SPLAT_TILE_BYTES(SPLAT_KT) +
-                                             splat_wgmma_k_step<SPLAT_KT>(kk)),
-            kk > 0);
+            splat_wgmma_desc_add(kdesc, splat_wgmma_k_step<SPLAT_KT>(kk)), kk > 0);
       }
     };
+    /* An item's first computed sub-tile, or one after a skip (stage st at run time). */
     auto issue_s = [&](float(&s)[SPLAT_NS], int st) {
-      splat_with_const<SPLAT_STAGES>(st, [&](auto ST) {
-        splat_wgmma_fence();
-        issue_s_at(s, ST);
-        splat_wgmma_commit();
-      });
+      splat_wgmma_fence();
+      issue_s_on(s, stage_desc(kdesc0, (uint32_t)st));
+      splat_wgmma_commit();
     };
-    /* The steady step's S on stage st and P V on the stage before it (pst). */
+    /* The steady step's S on stage st and P V on the stage before it (pst), their
+     * descriptors constant offsets from kdesc0 / vdesc0 (a copy a stage). */
     auto issue_s_pv = [&](float(&s)[SPLAT_NS], int st) {
       splat_with_const<SPLAT_STAGES>(st, [&](auto ST) {
         splat_wgmma_fence();
-        issue_s_at(s, ST);
+        issue_s_on(s, stage_desc(kdesc0, ST.value));
         splat_wgmma_commit();
-        issue_pv_at(splat_const<(ST.value + SPLAT_STAGES - 1) % SPLAT_STAGES>{});
+        issue_pv_on(stage_desc(vdesc0, (ST.value + SPLAT_STAGES - 1) % SPLAT_STAGES));
         splat_wgmma_commit();
       });
     };
@@ -530,7 +543,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* A computed sub-tile with nothing pending: S, its softmax, P. Then per sub-tile: S(j)
      * and P(j-1) V(j-1) issued together, the softmax of S(j) while P V runs, O rescaled
      * once it is in. A skip in between finishes the pending P V (next), and the walk
-     * re-enters at the first step. */
+     * re-enters at the first step. (Two copies of the scores' code: one body for both
+     * with the waits under a branch makes ptxas serialise the wgmma, C7518.) */
     int at = next(false);
     while (at) {
       {

@@ -290,7 +290,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_sddmm_load_k(P, run, g0, ko, sK + s * SPLAT_KT * SPLAT_LDS);
           });
     };
-#pragma unroll
+    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
+     * tables and the gather; copies of them cost compile time, not speed). */
+#pragma unroll 1
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
     int ci = 0, cs = 0, it = 0;

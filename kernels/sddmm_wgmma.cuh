@@ -120,7 +120,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
                 [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
           });
     };
-#pragma unroll
+    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
+     * tables and the gather; copies of them cost compile time, not speed). */
+#pragma unroll 1
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
     uint32_t qh[SPLAT_KSTEPS][4], ql[SPLAT_KSTEPS][4]; /* this thread's A registers */

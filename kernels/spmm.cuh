@@ -217,7 +217,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV);
           });
     };
-#pragma unroll
+    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
+     * tables and the gather; copies of them cost compile time, not speed). */
+#pragma unroll 1
     for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
     __syncthreads(); /* the first run's tables are in */
 

@@ -523,6 +523,14 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
      * them (persistent), or one CTA per item. */
     splat_attention_params *prm = params;
     prm->work = ntiles * (int64_t)gz * plan->desc.batch * plan->desc.heads;
+    if (prm->work > (int64_t)UINT32_MAX) {
+      /* The kernel decodes items in 32 bits (kernels/attention_ws.cuh splat_ws_item_of). */
+      return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                         "splat_attention: %lld work items (query tiles x row blocks x batch x "
+                         "heads) exceed the warp-specialised kernel's 2^32; set SPLAT_ATTN_WS=0 "
+                         "or split the batch",
+                         (long long)prm->work);
+    }
     int64_t ctas = p->persistent
                        ? (int64_t)p->cu->dev.sm_count *
                              splat__kspec_ws_ctas_per_sm(&p->spec[op], p->cu->dev.max_smem_per_sm)
