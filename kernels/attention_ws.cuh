@@ -34,8 +34,11 @@
  *     and -inf. A chunk of a split tile leaves partial results for the merge kernel
  *     instead (attention_merge.cuh).
  *
- * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x consumer warpgroups), plus the merge
- * kernel's name (attention_merge.cuh). */
+ * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x consumer warpgroups), plus
+ * SPLAT_ATTN_PLAIN: 1 for plans of one pass without split tiles, whose kernel has the staged
+ * epilogue only (less code: ~15% less compile time); 0 (the "_part" kernel) also leaves
+ * partial results (pass 1, split chunks) and merges them (pass 2), and comes with the merge
+ * kernel of split tiles (its name SPLAT_ATTN_MERGE_NAME, attention_merge.cuh). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -46,7 +49,9 @@
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
 
+#if !SPLAT_ATTN_PLAIN
 #include "attention_merge.cuh"
+#endif
 
 #define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
 static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
@@ -152,7 +157,10 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * least 1 (its maximum contributes 2^0), so 1 / l and log2 l come from the special-function
  * unit (relative errors ~2^-22, far below the output's rounding) without the IEEE
  * routines' range checks; the (b, h) part of the offsets is computed once. For one-pass
- * plans and outputs splat_ws_out_vec accepts; the others take splat_attn_store. */
+ * plans and outputs splat_ws_out_vec accepts (the only ones a plain kernel is launched
+ * with: cuda_backend.c); the others take splat_attn_store or splat_attn_store_part. An
+ * element-by-element path here, even out of line behind a uniform branch, cost this fast
+ * path 1.5-4% of the kernel's time at head_dim 64 (bench/NOTES.md, stop 16). */
 SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
                                      const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                      const int *sRow, unsigned char *sQb, int cw, int warp,
@@ -396,11 +404,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128, 0);
     splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
     const int4 ta = sTask[qb].a;
-    const int nruns = ta.x, nrows = ta.y, rb = ta.z;
+    const int nruns = ta.x, nrows = ta.y;
     if (nrows <= 0) break;               /* the producer's end of the walk */
     const int slot = ta.w;               /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
-    if (P.pass == 2)
+    if (!SPLAT_ATTN_PLAIN && P.pass == 2)
       splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
                                 nrows, t);
 
@@ -578,23 +586,28 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
     /* O / l and the log-sum-exp, to the original rows. Only the staged epilogue needs the
      * Q buffer: the others hand it (and its row ids and task) back to the producer first,
-     * which can then load item k + 2 while they store. */
+     * which can then load item k + 2 while they store. A plain kernel has the staged one
+     * only (its host runs one pass, splits no tile and hands it outputs splat_ws_out_vec
+     * accepts). */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
-    if (slot < 0 && P.pass == 0 && out_vec) {
+    if (SPLAT_ATTN_PLAIN || (slot < 0 && P.pass == 0 && out_vec)) {
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
                             warp, lane, nrows);
       splat_mbar_arrive(&qempty[qb]);
-    } else {
+    }
+#if !SPLAT_ATTN_PLAIN
+    else {
       const int row[2] = {sRow[r0], sRow[r0 + 8]};
       splat_mbar_arrive(&qempty[qb]);
       if (slot >= 0) {
-        splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, rb, r0, nrows, t);
+        splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, ta.z, r0, nrows, t);
       } else {
         /* One consumer warpgroup has 128 registers a thread: its pass 2 loads a pair at a time. */
         splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1)>(P, o, m, l, tc.x, tc.y, row, r0, nrows,
                                                             t);
       }
     }
+#endif
     R += (uint32_t)nruns;
     k++;
   }

@@ -282,7 +282,8 @@ static void test_kernel_choice(void) {
         splat__kspec_tile_threads(a) == 384);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
   splat__kspec_names(a, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"), "%s", tile);
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1_part"), "%s",
+         tile); /* every epilogue until splat__kspec_attn_epilogues */
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 4 * 128) * 128 + 12 * 8 +
                                          4 * 128 * (16 + 4) + 4 * 4 * 16 + 2 * 128 * 4 + 2 * 48);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
@@ -290,7 +291,8 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 64);
   CHECK(a->wgmma == WS && a->kt == 64 && a->stages == 4);
   splat__kspec_names(a, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s", tile);
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1_part"), "%s",
+         tile); /* every epilogue until splat__kspec_attn_epilogues */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 192, 128, 0, "sm_90a", WS, 0, 128); /* tile_k 192 */
   CHECK(a->wgmma == WS && a->kt == 64);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
@@ -692,6 +694,89 @@ static void test_attn_passes(void) {
   CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == -1);
   CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_PASSES=two"), "'%s'", splat__thread_error());
   unsetenv("SPLAT_ATTN_PASSES");
+}
+
+/* The warp-specialised kernel's epilogues: plain (staged only, no merge kernel, no "_part"
+ * in its name, SPLAT_ATTN_PLAIN 1 in its prelude) for one pass without split tiles, the
+ * "_part" kernel with its merge kernel otherwise; other attention kernels keep theirs. And
+ * `splat codegen`'s view of a pattern: two passes for strided | window, a split only where
+ * SPLAT_ATTN_SPLIT asks and there is one pass. */
+static void test_attn_epilogues(void) {
+  unsetenv("SPLAT_ATTN_PASSES");
+  unsetenv("SPLAT_ATTN_SPLIT");
+  splat__kspec sp[SPLAT__KOP_COUNT];
+  splat__kspec *a = &sp[SPLAT__KOP_ATTENTION];
+  char rows[160], tile[160], merge[160], *src = NULL;
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
+  CHECK(a->wgmma == SPLAT__WGMMA_WS && !a->plain);
+  for (int c = 0; c < 4; c++) {
+    const int two_pass = c & 1, split = c >> 1;
+    splat__kspec_attn_epilogues(sp, two_pass, split);
+    CHECK(a->plain == (c == 0));
+    CHECK(!sp[SPLAT__KOP_SDDMM].plain && !sp[SPLAT__KOP_SPMM].plain);
+    splat__kspec_names(a, rows, tile, sizeof rows);
+    splat__kspec_merge_name(a, merge, sizeof merge);
+    const char *want_tile = c == 0 ? "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"
+                                   : "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1_part";
+    CHECKF(!strcmp(tile, want_tile), "%s", tile);
+    CHECKF(c == 0 ? merge[0] == '\0' : !strcmp(merge, "splat_attn_merge_bf16_d64"), "'%s'", merge);
+    CHECK(splat__kspec_source(a, &src) == SPLAT_OK);
+    if (src) {
+      CHECK(strstr(src, c == 0 ? "#define SPLAT_ATTN_PLAIN 1\n" : "#define SPLAT_ATTN_PLAIN 0\n"));
+      CHECK((strstr(src, "#define SPLAT_ATTN_MERGE_NAME") != NULL) == (c != 0));
+      free(src);
+      src = NULL;
+    }
+  }
+  /* The wgmma kernel (no warp specialisation) and mma.sync keep every epilogue. */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 0);
+  splat__kspec_merge_name(a, merge, sizeof merge);
+  CHECK(!a->plain && merge[0] && splat__kspec_source(a, &src) == SPLAT_OK);
+  if (src) {
+    CHECK(!strstr(src, "SPLAT_ATTN_PLAIN"));
+    free(src);
+    src = NULL;
+  }
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_80", SPLAT__WGMMA_WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 0);
+  CHECK(!a->plain);
+
+  /* splat__kspec_for_plan: the environment's kernel, the report's tile shape and lanes. */
+  splat_pattern *pat = NULL;
+  splat_report rep;
+  CHECK(splat_pattern_parse("dilated(64,2)", 4096, 4096, &pat) == SPLAT_OK);
+  CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+  CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
+        sp[SPLAT__KOP_SDDMM].write_lanes == 8);
+  setenv("SPLAT_ATTN_WS", "0", 1);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+  CHECK(a->wgmma == SPLAT__WGMMA_SYNC);
+  setenv("SPLAT_ATTN_WS", "maybe", 1);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_ERR_INVALID_ARGUMENT);
+  unsetenv("SPLAT_ATTN_WS");
+  setenv("SPLAT_SDDMM_WGMMA", "x", 1);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_F32, 64, 0, "sm_90a") == SPLAT_ERR_INVALID_ARGUMENT);
+  unsetenv("SPLAT_SDDMM_WGMMA");
+  splat_pattern_destroy(pat);
+
+  int two = -1, split = -1;
+  const char *specs[] = {"strided(64) | window(64)", "window(256)"};
+  for (int i = 0; i < 2; i++) {
+    CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, &split) == SPLAT_OK);
+    CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
+    setenv("SPLAT_ATTN_SPLIT", "2", 1);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, &split) == SPLAT_OK);
+    CHECKF(two == (i == 0) && split == (i == 1), "%s: two %d split %d", specs[i], two, split);
+    setenv("SPLAT_ATTN_PASSES", "0", 1);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, &split) == SPLAT_OK);
+    CHECK(two == 0 && split == 1);
+    unsetenv("SPLAT_ATTN_SPLIT");
+    unsetenv("SPLAT_ATTN_PASSES");
+    splat_pattern_destroy(pat);
+  }
 }
 
 /* ------------------------------------------------------------ split attention tiles */
@@ -1309,6 +1394,7 @@ int main(void) {
   test_codegen();
   test_kernel_choice();
   test_attn_passes();
+  test_attn_epilogues();
   test_tma_views();
   test_tma_view_keys();
   test_attn_split();

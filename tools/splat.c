@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/timer.h"
+#include "cuda/attn_passes.h"
 #include "cuda/driver.h"
 #include "cuda/kcompile.h"
 #include "cuda/kernel_cache.h"
@@ -625,20 +626,22 @@ static int cmd_codegen(int argc, char **argv) {
   if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
   splat_report rep;
   st = splat_analyze(p, 0, 0, 0, &rep);
-  splat_pattern_destroy(p);
-  if (st != SPLAT_OK) return fail("splat_analyze", st, NULL);
+  if (st != SPLAT_OK) {
+    splat_pattern_destroy(p);
+    return fail("splat_analyze", st, NULL);
+  }
   /* The kernels depend on the plan's dtype, head_dim, K and tile shape, not on the mask
-   * (the mask reaches them as metadata). The device's shared-memory limit is unknown
-   * here: every tile kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
+   * (the mask reaches them as metadata), and the attention's on whether it runs two
+   * passes or split tiles. The device's shared-memory limit is unknown here: every tile
+   * kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
   splat__kspec specs[SPLAT__KOP_COUNT];
-  int kind, warpgroups, kt;
-  st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
+  st = splat__kspec_for_plan(specs, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch);
+  int two_pass = 0, split = 0;
+  if (st == SPLAT_OK && specs[SPLAT__KOP_ATTENTION].tile)
+    st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, &two_pass, &split);
+  splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
-  splat__kspec_plan(specs, (splat_dtype)dtype, (int)head_dim, splat__kspec_table_segs(&rep),
-                    rep.tile_q, rep.tile_k, rep.tile_rows_max, 0, arch, kind, warpgroups, kt);
-  splat__kspec_write_lanes(specs, rep.rows_permuted);
-  st = splat__kspec_env_sddmm(specs, 0);
-  if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
+  splat__kspec_attn_epilogues(specs, two_pass, split);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
       "key runs\n",

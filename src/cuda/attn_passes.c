@@ -3,9 +3,11 @@
 
 #include <string.h>
 
+#include "analysis/acsr.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "cuda/attn_split.h"
 
 splat_status splat__attn_passes_env(int *on) {
   return splat__env_switch("SPLAT_ATTN_PASSES",
@@ -44,4 +46,28 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
              "fused attention: two passes computing %lld + %lld entries (one: %lld)",
              (long long)pass[0].computed, (long long)pass[1].computed, (long long)single->computed);
   return SPLAT_OK;
+}
+
+splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
+                                           int head_dim, int *two_pass, int *split) {
+  *two_pass = *split = 0;
+  splat__acsr a;
+  splat__tile_plan single, pass[2];
+  memset(&single, 0, sizeof single);
+  splat_status st = splat__acsr_build(p, SPLAT_MAX_SEGMENTS, &a);
+  if (st != SPLAT_OK) return st;
+  st = splat__tile_plan_build(&a, tile_q, tile_k, &single);
+  int npass = 0;
+  if (st == SPLAT_OK) st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, pass, &npass);
+  if (st == SPLAT_OK && npass) {
+    *two_pass = 1;
+    splat__tile_plan_free(&pass[0]);
+    splat__tile_plan_free(&pass[1]);
+  }
+  int max_ktiles = 0;
+  if (st == SPLAT_OK && !npass) st = splat__attn_split_env(&max_ktiles);
+  *split = max_ktiles > 0;
+  splat__tile_plan_free(&single);
+  splat__acsr_free(&a);
+  return st;
 }

@@ -29,4 +29,11 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
                                      int64_t batch, int64_t heads, int head_dim,
                                      splat__tile_plan pass[2], int *npass);
 
+/* For `splat codegen` (no plan, no GPU): whether a plan of pattern p with the default K
+ * and tile shape tile_q x tile_k would run its fused attention in two passes (as
+ * splat__attn_passes_plan decides it for batch = heads = 1: the workspace limit aside), in
+ * *two_pass, and whether SPLAT_ATTN_SPLIT asks for split tiles (one pass only), in *split. */
+splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
+                                           int head_dim, int *two_pass, int *split);
+
 #endif

@@ -200,7 +200,42 @@ static int plan_fits_int32(const splat__tile_plan *t) {
   return t->nruns <= INT32_MAX && t->ntiles <= INT32_MAX;
 }
 
-static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
+/* How the fused attention's tile kernel runs a plan, decided before its kernels are
+ * specialised (a plan of one pass without split tiles gets the plain warp-specialised
+ * kernel, kgen.h splat__kspec_attn_epilogues): its two passes where they compute less
+ * (attn_passes.h; npass 0: one), and SPLAT_ATTN_SPLIT's key tiles per chunk (0: no split). */
+typedef struct attn_layout {
+  splat__tile_plan pass[2];
+  int npass;
+  int max_ktiles;
+} attn_layout;
+
+/* The layout of a plan whose ops include the attention and whose spec has a tile kernel
+ * (else one pass, no split). */
+static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan *plan,
+                                     attn_layout *l) {
+  memset(l, 0, sizeof *l);
+  if (!(plan->desc.ops & SPLAT_OPS_ATTENTION) || !p->spec[SPLAT__KOP_ATTENTION].tile)
+    return SPLAT_OK;
+  splat_status st =
+      splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
+                              plan->desc.head_dim, l->pass, &l->npass);
+  if (st == SPLAT_OK && l->npass &&
+      (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]))) {
+    splat__tile_plan_free(&l->pass[0]);
+    splat__tile_plan_free(&l->pass[1]);
+    l->npass = 0;
+  }
+  if (st == SPLAT_OK && !l->npass) st = splat__attn_split_env(&l->max_ktiles);
+  return st;
+}
+
+static void attn_layout_free(attn_layout *l) {
+  splat__tile_plan_free(&l->pass[0]);
+  splat__tile_plan_free(&l->pass[1]);
+}
+
+static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
   if (!plan_fits_int32(t) || a->seq_q >= INT32_MAX) {
@@ -209,20 +244,9 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
                        "backend's int32 plan indices",
                        (long long)t->nruns, (long long)t->ntiles);
   }
-  /* Two passes for the attention tile kernel where they compute less (attn_passes.h). */
-  splat__tile_plan pass[2];
-  memset(pass, 0, sizeof pass);
-  int npass = 0;
+  const splat__tile_plan *pass = al->pass;
+  const int npass = al->npass;
   splat_status st = SPLAT_OK;
-  if (p->tile[SPLAT__KOP_ATTENTION]) {
-    st = splat__attn_passes_plan(a, t, plan->desc.batch, plan->desc.heads, plan->desc.head_dim,
-                                 pass, &npass);
-    if (st == SPLAT_OK && npass && (!plan_fits_int32(&pass[0]) || !plan_fits_int32(&pass[1]))) {
-      splat__tile_plan_free(&pass[0]);
-      splat__tile_plan_free(&pass[1]);
-      npass = 0;
-    }
-  }
   const int64_t pt0 = npass ? pass[0].ntiles : 0, pt1 = npass ? pass[1].ntiles : 0;
   const int64_t pr0 = npass ? pass[0].nruns : 0, pr1 = npass ? pass[1].nruns : 0;
   splat_dev_tile *tiles = malloc((size_t)(t->ntiles + pt0 + pt1 + 1) * sizeof *tiles);
@@ -252,10 +276,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
    * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
   splat__attn_split split;
   memset(&split, 0, sizeof split);
-  int max_ktiles = 0;
-  if (st == SPLAT_OK) st = splat__attn_split_env(&max_ktiles);
-  if (st == SPLAT_OK && max_ktiles > 0 && !npass && p->tile[SPLAT__KOP_ATTENTION]) {
-    st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, max_ktiles, &split);
+  if (st == SPLAT_OK && al->max_ktiles > 0 && p->tile[SPLAT__KOP_ATTENTION]) {
+    st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, al->max_ktiles, &split);
     if (split.nmerge == 0) splat__attn_split_free(&split); /* nothing was split */
   }
   int64_t off[17];
@@ -337,8 +359,6 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan) {
     }
   }
   splat__attn_split_free(&split);
-  splat__tile_plan_free(&pass[0]);
-  splat__tile_plan_free(&pass[1]);
   free(s.buf);
   free(tiles);
   free(runs);
@@ -382,20 +402,12 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
   return SPLAT_OK;
 }
 
-/* Specialises every op's module and gets those of the plan's ops (splat_plan_desc.ops)
+/* Gets the modules of the plan's ops (splat_plan_desc.ops; specs set by the caller)
  * concurrently (splat__kspec_compile_all), then loads them; fills the report's
  * kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
-  int kind, warpgroups, kt;
-  splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
-  if (st != SPLAT_OK) return st;
-  splat__kspec_plan(p->spec, d->dtype, (int)d->head_dim, splat__kspec_table_segs(&plan->report),
-                    d->tile_q, d->tile_k, plan->report.tile_rows_max,
-                    p->cu->dev.max_smem_per_block_optin, p->cu->dev.arch, kind, warpgroups, kt);
-  splat__kspec_write_lanes(p->spec, plan->report.rows_permuted);
-  st = splat__kspec_env_sddmm(p->spec, p->cu->dev.max_smem_per_block_optin);
-  if (st != SPLAT_OK) return st;
+  splat_status st;
   const double t0 = splat__now_ms();
   /* The kernel ops are in the order of the SPLAT_OPS_* bits. */
   splat__kspec want[SPLAT__KOP_COUNT];
@@ -453,9 +465,19 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
     free(p);
     return st;
   }
-  /* Kernels first: the attention tiles are split only for a tile kernel. */
-  st = build_kernels(p, plan);
-  if (st == SPLAT_OK) st = upload(p, plan);
+  /* The specs, then the attention's layout (which needs to know whether there is a tile
+   * kernel, and decides its epilogues), then the kernels, then the metadata. */
+  attn_layout al;
+  memset(&al, 0, sizeof al);
+  st = splat__kspec_for_plan(p->spec, &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
+                             cu->dev.max_smem_per_block_optin, cu->dev.arch);
+  if (st == SPLAT_OK) st = attn_layout_plan(p, plan, &al);
+  if (st == SPLAT_OK) {
+    splat__kspec_attn_epilogues(p->spec, al.npass > 0, al.max_ktiles > 0);
+    st = build_kernels(p, plan);
+  }
+  if (st == SPLAT_OK) st = upload(p, plan, &al);
+  attn_layout_free(&al);
   pop();
   if (st != SPLAT_OK) {
     splat__cuda_plan_destroy(p);
@@ -493,6 +515,14 @@ static splat_dev_shape dev_shape(const splat_plan *plan, int64_t row_begin, int6
 static int tile_layout_ok(const splat_tensor *t) {
   return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 && t->strides[0] % 8 == 0 &&
          t->strides[1] % 8 == 0 && t->strides[2] % 8 == 0;
+}
+
+/* 1 when every row of a [B,H,S,D] 16-bit output can take 16-byte stores: last dim
+ * contiguous, base and the other strides 16-byte aligned (kernels/attention_ws.cuh
+ * splat_ws_out_vec, the only outputs its plain kernel writes). */
+static int out_vec_ok(const splat_tensor *t) {
+  return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 &&
+         (t->strides[0] | t->strides[1] | t->strides[2]) % 8 == 0;
 }
 
 static unsigned grid_y(const splat_plan *plan) {
@@ -713,7 +743,16 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   const splat__cuda_plan *p = plan->cuda;
   splat_attention_params prm;
   memset(&prm, 0, sizeof prm);
-  const int tile_ok = tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v);
+  const splat__kspec *as = &p->spec[SPLAT__KOP_ATTENTION];
+  int tile_ok = tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v);
+  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS && as->plain && !out_vec_ok(out)) {
+    /* The plain kernel stores 16-byte chunks only (its other stores cost its fast path
+     * time): outputs that cannot take them run on the row kernel. */
+    splat__log(SPLAT__LOG_DEBUG,
+               "splat_attention: the output is not 16-byte aligned with a contiguous head_dim; "
+               "the row kernel computes it");
+    tile_ok = 0;
+  }
   /* The tile path runs the attention tiles (split ones with their workspace); the row
    * kernel alone needs neither. */
   prm.pat = p->tile[SPLAT__KOP_ATTENTION] && tile_ok ? p->attn_pat : p->pat;
@@ -727,7 +766,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
-  if (tile_ok && p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS) {
+  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS) {
     splat__tma_views_encode(&p->views, drv->cuTensorMapEncodeTiled, k, v, plan->desc.batch,
                             plan->desc.heads_kv, plan->seq_k, plan->desc.head_dim, &prm);
   }

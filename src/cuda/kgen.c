@@ -109,9 +109,10 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
     snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
   }
   if (s->tile && s->wgmma && s->op == SPLAT__KOP_ATTENTION) {
-    snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d",
+    snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s",
              s->wgmma == SPLAT__WGMMA_WS ? "ws" : "wgmma", dname(s->dt), s->head_dim, 16 * s->warps,
-             s->tile_k, s->kt, s->stages, s->max_segs);
+             s->tile_k, s->kt, s->stages, s->max_segs,
+             s->wgmma == SPLAT__WGMMA_WS && !s->plain ? "_part" : "");
   } else if (s->tile) {
     char w[16] = "";
     if (s->op == SPLAT__KOP_SDDMM) snprintf(w, sizeof w, "_w%d", s->write_lanes);
@@ -124,7 +125,7 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
 }
 
 void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap) {
-  if (s->op == SPLAT__KOP_ATTENTION && s->tile) {
+  if (s->op == SPLAT__KOP_ATTENTION && s->tile && !(s->wgmma == SPLAT__WGMMA_WS && s->plain)) {
     snprintf(buf, cap, "splat_attn_merge_%s_d%d", dname(s->dt), s->head_dim);
   } else if (cap) {
     buf[0] = '\0';
@@ -307,6 +308,22 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
   }
 }
 
+splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
+                                   int head_dim, int smem_optin, const char *arch) {
+  int kind, warpgroups, kt;
+  splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
+  if (st != SPLAT_OK) return st;
+  splat__kspec_plan(specs, dt, head_dim, splat__kspec_table_segs(rep), rep->tile_q, rep->tile_k,
+                    rep->tile_rows_max, smem_optin, arch, kind, warpgroups, kt);
+  splat__kspec_write_lanes(specs, rep->rows_permuted);
+  return splat__kspec_env_sddmm(specs, smem_optin);
+}
+
+void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
+  splat__kspec *s = &specs[SPLAT__KOP_ATTENTION];
+  s->plain = s->tile && s->wgmma == SPLAT__WGMMA_WS && !two_pass && !split;
+}
+
 void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
   char rows[160], tile[160];
   splat__kspec_names(s, rows, tile, sizeof rows);
@@ -315,8 +332,9 @@ void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
 
 /* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
  * launch gives the tile kernel, which each tile kernel static_asserts against its own
- * layout), then the kernel names (row, merge, tile); kept alive for splat__codegen. */
-enum { NINT = 11, NDEF = NINT + 4 };
+ * layout), then the kernel names (row, merge, tile) and the flags of some kernels
+ * (SPLAT_ATTN_PLAIN, SPLAT_WLPR); kept alive for splat__codegen. */
+enum { NINT = 11, NDEF = NINT + 5 };
 
 splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   char rows[160], tile[160], comment[1024];
@@ -360,7 +378,7 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
                                  "SPLAT_HEAD_DIM",  "SPLAT_MAX_SEGS", "SPLAT_WARPS",
                                  "SPLAT_KT",        "SPLAT_TILE_K",   "SPLAT_STAGES",
                                  "SPLAT_ROW_WARPS", "SPLAT_TILE_SMEM"};
-  char text[NINT][16], rows_name[48], tile_name[48], merge[160], lanes[16];
+  char text[NINT][16], rows_name[48], tile_name[48], merge[160], lanes[16], plain[4];
   splat__define defs[NDEF];
   int n = 0;
   for (int i = 0; i < NINT; i++, n++) {
@@ -375,6 +393,11 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
   if (merge[0]) {
     defs[n].name = "SPLAT_ATTN_MERGE_NAME";
     defs[n++].value = merge;
+  }
+  if (s->op == SPLAT__KOP_ATTENTION && s->tile && s->wgmma == SPLAT__WGMMA_WS) {
+    snprintf(plain, sizeof plain, "%d", s->plain);
+    defs[n].name = "SPLAT_ATTN_PLAIN";
+    defs[n++].value = plain;
   }
   if (s->op == SPLAT__KOP_SDDMM) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);

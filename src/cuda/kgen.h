@@ -34,6 +34,9 @@ typedef struct splat__kspec {
   int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
                     * means sddmm_wgmma.cuh */
   int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 8 */
+  int plain;       /* warp-specialised attention kernel: 1 = its staged epilogue only (one
+                    * pass, no split tiles), 0 = also the partial results of two-pass plans
+                    * and split tiles (the "_part" kernel, with the merge kernel) */
 } splat__kspec;
 
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
@@ -135,6 +138,20 @@ splat_status splat__kspec_env_persistent(int *on);
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
                        int tile_k, int tile_rows, int smem_optin, const char *arch, int kind,
                        int warpgroups, int kt);
+
+/* A plan's specs in one call, as plan creation and `splat codegen` both need them: the
+ * sm_90a attention kernel from the environment (splat__kspec_env_attn), splat__kspec_plan
+ * for the report's tile shape, K and tile rows, the SDDMM write-out lanes from its
+ * rows_permuted (splat__kspec_write_lanes) and SPLAT_SDDMM_WGMMA (splat__kspec_env_sddmm).
+ * The attention epilogues come after (splat__kspec_attn_epilogues): they depend on the
+ * two-pass decision, which needs to know whether there is a tile kernel. */
+splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
+                                   int head_dim, int smem_optin, const char *arch);
+
+/* The warp-specialised attention kernel's epilogues: plain (the staged one only: ~15% less
+ * compile time) unless the plan runs two passes (two_pass) or may split its tiles (split:
+ * SPLAT_ATTN_SPLIT > 0). Other specs are left alone. */
+void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split);
 
 /* The program name of a spec's source in compile logs, the cache and dumps: the row
  * kernel's name + ".cu". buf: host, cap chars. */

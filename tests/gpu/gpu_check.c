@@ -515,7 +515,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
   if (!qd || !kd || !vd || !vind || !per_thread || !scr_ok || !buf_new(&q, (size_t)nq * es) ||
       !buf_new(&k, (size_t)nk * es) || !buf_new(&v, (size_t)nk * es) ||
       !buf_new(&vin, (size_t)nv * es) || !buf_new(&vout, (size_t)nv * es) ||
-      !buf_new(&o, (size_t)nq * es) || !buf_new(&lse, (size_t)nl * 4)) {
+      !buf_new(&o, (size_t)(nq + 1) * es) || !buf_new(&lse, (size_t)nl * 4)) {
     r0.status_bad = 1;
     row(spec, c, sq, sk, dim, dt, "alloc", &r0, "host or device allocation failed");
     goto done;
@@ -597,6 +597,22 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
     row(spec, c, sq, sk, dim, dt, "attention", &r, r.status_bad ? splat_last_error(ctx) : "");
     if (!r.status_bad) row(spec, c, sq, sk, dim, dt, "attn-lse", &rl, "");
+  }
+  /* ---- attention into an output one element past 16-byte alignment (with the strided
+   * views): the tile kernels' stores element by element */
+  if (c->bshd) {
+    result r = r0, rl = r0;
+    splat_tensor tu = to;
+    tu.data = (char *)(uintptr_t)o.d + es;
+    poison(&o), up(&o);
+    memset(lse.h, 0xFF, lse.bytes), up(&lse);
+    if (splat_attention(plan, &tq, &tk, &tv, (float)scale, &tu, &tl, NULL) != SPLAT_OK) {
+      r.status_bad = 1;
+    }
+    if (!sync_device() || !down(&o) || !down(&lse)) r.status_bad = 1;
+    memmove(o.h, (char *)o.h + es, (size_t)nq * es);
+    if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
+    row(spec, c, sq, sk, dim, dt, "attn-unal", &r, r.status_bad ? splat_last_error(ctx) : "");
   }
 done:
   buf_free(&q), buf_free(&k), buf_free(&v), buf_free(&vin), buf_free(&vout), buf_free(&o);
