@@ -290,14 +290,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_sddmm_load_k(P, run, g0, ko, sK + s * SPLAT_KT * SPLAT_LDS);
           });
     };
-    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
-     * tables and the gather; copies of them cost compile time, not speed). */
-#pragma unroll 1
-    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
+    /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
+     * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
     int ci = 0, cs = 0, it = 0;
-    while (ci < tile.nruns) {
+    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
       issue();
+      if (pre > 0) {
+        pre--;
+        continue;
+      }
       splat_cp_async_wait<SPLAT_STAGES - 1>();
       __syncthreads(); /* sub-tile `it` and its run's tables are in */
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];

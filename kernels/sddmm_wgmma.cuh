@@ -120,15 +120,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
                 [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
           });
     };
-    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
-     * tables and the gather; copies of them cost compile time, not speed). */
-#pragma unroll 1
-    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
     uint32_t qh[SPLAT_KSTEPS][4], ql[SPLAT_KSTEPS][4]; /* this thread's A registers */
+    /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
+     * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
     int ci = 0, cs = 0, it = 0;
-    while (ci < tile.nruns) {
+    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
       issue();
+      if (pre > 0) {
+        pre--;
+        continue;
+      }
       splat_cp_async_wait<SPLAT_STAGES - 1>();
       splat_sddmm_split_own(sK + (it % SPLAT_STAGES) * SPLAT_KBYTES, sLo);
       splat_fence_proxy_async(); /* this thread's hi / lo -> visible to wgmma */

@@ -217,15 +217,15 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV);
           });
     };
-    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
-     * tables and the gather; copies of them cost compile time, not speed). */
-#pragma unroll 1
-    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
-    __syncthreads(); /* the first run's tables are in */
-
+    /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
+     * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
     int ci = 0, cs = 0, it = 0;
-    while (ci < tile.nruns) {
+    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
       issue();
+      if (pre > 0) {
+        if (--pre == 0) __syncthreads(); /* the first run's tables are in */
+        continue;
+      }
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
       const int32_t g0 = run.base + cs * SPLAT_KT;
       const int tb = ci % SPLAT_STAGES;
