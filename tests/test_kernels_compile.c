@@ -133,7 +133,12 @@ int main(void) {
               if (kind == SPLAT__WGMMA_WS) add_arch(&plain, "sm_90a");
             }
             splat__kspec w64 = s;
-            if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) add_arch(&w64, "sm_90a");
+            if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) {
+              add_arch(&w64, "sm_90a");
+              splat__kspec plain64 = w64;
+              plain64.plain = 1;
+              if (kind == SPLAT__WGMMA_WS) add_arch(&plain64, "sm_90a");
+            }
           }
         }
       }

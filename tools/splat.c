@@ -637,7 +637,8 @@ static int cmd_codegen(int argc, char **argv) {
   splat__kspec specs[SPLAT__KOP_COUNT];
   st = splat__kspec_for_plan(specs, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch);
   int two_pass = 0, split = 0;
-  if (st == SPLAT_OK && specs[SPLAT__KOP_ATTENTION].tile)
+  const int attention = only < 0 || only == SPLAT__KOP_ATTENTION;
+  if (st == SPLAT_OK && attention && specs[SPLAT__KOP_ATTENTION].tile)
     st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, &two_pass, &split);
   splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
@@ -648,6 +649,13 @@ static int cmd_codegen(int argc, char **argv) {
       spec, (long long)rep.seq_q, (long long)rep.seq_k, (long long)head_dim,
       splat_dtype_name((splat_dtype)dtype), arch, (long long)rep.query_tiles,
       (long long)rep.key_runs);
+  if (attention && specs[SPLAT__KOP_ATTENTION].tile)
+    printf(
+        "// fused attention: %s (as a plan decides it at batch 1, heads 1: a plan whose two-pass "
+        "workspace would exceed 1 GiB runs one pass)\n",
+        two_pass ? "two passes"
+        : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
+                 : "one pass");
   /* Every selected source is compiled (or read from the caches) concurrently, as plan
    * creation does; each one's time is its own, the total is the wall time. */
   splat__kspec sel[SPLAT__KOP_COUNT];

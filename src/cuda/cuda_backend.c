@@ -215,18 +215,20 @@ typedef struct attn_layout {
 static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan *plan,
                                      attn_layout *l) {
   memset(l, 0, sizeof *l);
-  if (!(plan->desc.ops & SPLAT_OPS_ATTENTION) || !p->spec[SPLAT__KOP_ATTENTION].tile)
-    return SPLAT_OK;
-  splat_status st =
-      splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
-                              plan->desc.head_dim, l->pass, &l->npass);
+  int max_ktiles = 0;
+  splat_status st = splat__attn_split_env(&max_ktiles); /* bad values fail any CUDA plan */
+  if (st != SPLAT_OK || !(plan->desc.ops & SPLAT_OPS_ATTENTION) ||
+      !p->spec[SPLAT__KOP_ATTENTION].tile)
+    return st;
+  st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
+                               plan->desc.head_dim, l->pass, &l->npass);
   if (st == SPLAT_OK && l->npass &&
       (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]))) {
     splat__tile_plan_free(&l->pass[0]);
     splat__tile_plan_free(&l->pass[1]);
     l->npass = 0;
   }
-  if (st == SPLAT_OK && !l->npass) st = splat__attn_split_env(&l->max_ktiles);
+  if (st == SPLAT_OK && !l->npass) l->max_ktiles = max_ktiles;
   return st;
 }
 
@@ -646,7 +648,14 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   }
   if (p->tile[op] && tile_ok) {
     *shape = dev_shape(plan, 0, 0);
-    if (op == SPLAT__KOP_ATTENTION && p->npass) {
+    const splat__kspec *as = &p->spec[op];
+    if (op == SPLAT__KOP_ATTENTION && as->wgmma == SPLAT__WGMMA_WS && as->plain &&
+        (p->npass || p->nmerge)) {
+      /* The plain kernel has no partial-result epilogues (kernels/attention_ws.cuh). */
+      st = splat__fail(SPLAT_ERR_INTERNAL,
+                       "splat_attention: the plan's plain attention kernel cannot run two passes "
+                       "or split tiles");
+    } else if (op == SPLAT__KOP_ATTENTION && p->npass) {
       /* Two passes: the first leaves its rows' partial results, the second merges them. */
       splat_attention_params *prm = params;
       for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {

@@ -28,6 +28,9 @@ CONFIGS = [
     ("d64, 64-key sub-tiles", {"SPLAT_ATTN_KT": "64"}, 64, 64),
     ("d128", {}, 128, 64),
     ("d64, one consumer warpgroup", {"SPLAT_ATTN_WARPGROUPS": "1"}, 64, 64),
+    # The _part kernel (every epilogue: two-pass plans, split tiles), asked for by a split.
+    ("d64, the _part kernel", {"SPLAT_ATTN_SPLIT": "2"}, 64, 128),
+    ("d128, the _part kernel", {"SPLAT_ATTN_SPLIT": "2"}, 128, 64),
 ]
 SPEC = "window(256)"
 
