@@ -159,8 +159,9 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * routines' range checks; the (b, h) part of the offsets is computed once. For one-pass
  * plans and outputs splat_ws_out_vec accepts (the only ones a plain kernel is launched
  * with: cuda_backend.c); the others take splat_attn_store or splat_attn_store_part. An
- * element-by-element path here, even out of line behind a uniform branch, cost this fast
- * path 1.5-4% of the kernel's time at head_dim 64 (bench/NOTES.md, stop 16). */
+ * element-by-element path here cost this fast path up to 8% of the kernel's time at
+ * head_dim 64 inline, and up to 2.4% out of line behind a uniform branch (bench/NOTES.md,
+ * stop 16). */
 SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
                                      const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                      const int *sRow, unsigned char *sQb, int cw, int warp,
