@@ -12,14 +12,15 @@ runs, in one process on the same inputs:
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
   splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split, splat-1pass,
-  splat-kt64
+  splat-kt64, splat-part
            (opt-in: --peers ...,splat-sync) splat under a kernel option, against the
            default in one process: SPLAT_ATTN_WS=0 (the wgmma kernel without warp
            specialisation; with SPLAT_ATTN_WARPGROUPS=2), SPLAT_ATTN_WARPGROUPS=1 (one
            consumer warpgroup, head_dim 64), SPLAT_ATTN_PERSISTENT=0 (one CTA per work
            item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
            SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass), SPLAT_ATTN_KT=64
-           (64-key sub-tiles at head_dim 64)
+           (64-key sub-tiles at head_dim 64), SPLAT_ATTN_SPLIT=1048576 (nothing is split,
+           but the plan compiles the "_part" kernel: the plain kernel against it)
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against the window with the same nnz, run beside them and left out of the
 geomean, and against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
@@ -95,6 +96,7 @@ VARIANT_ENV = {
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
     "splat-1pass": {"SPLAT_ATTN_PASSES": "0"},
     "splat-kt64": {"SPLAT_ATTN_KT": "64"},
+    "splat-part": {"SPLAT_ATTN_SPLIT": "1048576"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16
