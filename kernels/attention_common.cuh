@@ -38,33 +38,31 @@ SPLAT_DEV uint32_t splat_bit_range(int a, int w) {
 
 /* Predicated runs: entries whose gathered key lies in none of the row's intervals for the
  * run's group become -inf (rows past the block's last have no intervals). iv, niv: the
- * run's interval tables (TQ rows); r0 = 16 warp + g. The thread's entries of a row are
- * the gathered keys c0 + 8 j + e (c0 = g0 + 2 t, j < NJ, e in {0, 1}); an interval
- * [lo, hi] keeps the j of one contiguous range per e, bits 16 e + j of a keep mask built
- * by one BMSK per e (about ten instructions an interval instead of two compares an
- * entry); then one bit test and one select an entry. */
+ * run's interval tables (TQ rows); r0 = 16 warp + g. A row's entries of the thread are the
+ * gathered keys c0 + x(k) for k = 2 j + e (c0 = g0 + 2 t, j < NJ, e in {0, 1}), x(k) =
+ * 8 (k / 2) + k % 2, increasing in k: an interval keeps one contiguous range of k, bits of a
+ * keep word built by one BMSK (about ten instructions an interval instead of two
+ * compares an entry); then one select an entry on predicates that ptxas takes from the
+ * word several at a time (R2P): bit k is the k-th entry in register order. */
 template <int NJ>
 SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const int *niv, int r0,
                                int32_t g0, int t) {
   static_assert(NJ >= 1 && NJ <= 16, "splat_attn_mask: 1 to 16 n8 blocks");
   const int32_t c0 = g0 + 2 * t;
+  /* The first k with x(k) >= v, i.e. the number of keys 8 j < v and 8 j + 1 < v with j >= 0:
+   * ceil(v / 8) + ceil((v - 1) / 8) (arithmetic shifts round towards -inf), clamped to
+   * [0, 2 NJ]. */
+  auto first_at = [](int32_t v) { return min(max(((v + 7) >> 3) + ((v + 6) >> 3), 0), 2 * NJ); };
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const int r = r0 + 8 * hf;
     const int n = niv[r];
     const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
-    uint32_t keep = 0u;      /* bit 16 e + j: entry (j, e) is in an interval */
-    auto add = [&](int2 v) { /* lo, hi */
-                             const int32_t lo = v.x - c0,
-                                           hi = v.y - c0; /* relative to the thread's first key */
-#pragma unroll
-                             for (int e = 0; e < 2; e++) {
-                               /* lo <= 8 j + e <= hi: j from ceil((lo - e) / 8) to floor((hi - e) /
-                                * 8), clamped to [0, NJ) (arithmetic shifts round towards -inf). */
-                               const int32_t jlo = max((lo - e + 7) >> 3, 0);
-                               const int32_t jend = min(((hi - e) >> 3) + 1, NJ);
-                               keep |= splat_bit_range(16 * e + min(jlo, NJ), max(jend - jlo, 0));
-                             }
+    uint32_t keep = 0u; /* bit 2 j + e: entry (j, e) is in an interval */
+    /* Interval v = [lo, hi] of gathered keys: the k with c0 + x(k) in it. */
+    auto add = [&](int2 v) {
+      const int32_t klo = first_at(v.x - c0), kend = first_at(v.y - c0 + 1);
+      keep |= splat_bit_range(klo, max(kend - klo, 0));
     };
     if constexpr (SPLAT_MAX_SEGS == 1) {
       if (n > 0) add(*(const int2 *)rv); /* no loop: most patterns */
@@ -75,7 +73,7 @@ SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const i
     for (int j = 0; j < NJ; j++) {
 #pragma unroll
       for (int e = 0; e < 2; e++) {
-        if (!((keep >> (16 * e + j)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
+        if (!((keep >> (2 * j + e)) & 1u)) s[4 * j + 2 * hf + e] = SPLAT_NEG_INF;
       }
     }
   }

@@ -129,18 +129,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
       }
 #endif
-      /* Does any row of this warp have an entry in this sub-tile? */
-      bool touched = !run.predicate;
-      if (run.predicate && warp_active && lane < 16) {
-        const int r = 16 * warp + lane;
-        const int niv = sNiv[tb * SPLAT_TQ + r];
-        const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-        for (int q = 0; q < niv; q++) {
-          const int4 v = *(const int4 *)(iv + q);
-          touched = touched || (v.x < g0 + SPLAT_KT && v.y >= g0);
-        }
-      }
-      if (warp_active && __any_sync(0xffffffffu, touched)) {
+      /* Does any row of this warp have an entry in this sub-tile? (Uniform operands.) */
+      if (warp_active && (!run.predicate || splat_warp_touches<SPLAT_TQ, SPLAT_KT>(
+                                                sIv, sNiv, tb, nrows, warp, lane, g0))) {
         const uint16_t *sk = sKV + (it % SPLAT_STAGES) * 2 * SPLAT_KT * SPLAT_LD;
         const uint16_t *sv = sk + SPLAT_KT * SPLAT_LD;
         float s[4 * SPLAT_NJ];

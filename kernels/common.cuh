@@ -60,6 +60,16 @@ SPLAT_DEV void splat_st(void *p, int64_t off, float v) {
     ((uint16_t *)p)[off] = splat_f32_to_bf16(v);
   }
 }
+/* 16 bytes to global memory at p (16-byte aligned) when pred holds: one predicated vector
+ * store, no branch (a branch lets the compiler split it into 4-byte stores and sink the
+ * loads that feed it into the branch, each store then waiting on its own load). */
+SPLAT_DEV void splat_st16_if(void *p, uint4 v, bool pred) {
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n"
+      " @q st.global.v4.b32 [%0], {%1, %2, %3, %4};\n}\n" ::"l"(p),
+      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"((int)pred)
+      : "memory");
+}
 /* Two floats packed as a 16-bit pair of dtype DT (lo in the low half). */
 template <int DT>
 SPLAT_DEV uint32_t splat_pack2(float lo, float hi) {

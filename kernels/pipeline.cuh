@@ -78,6 +78,25 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
   q.issued++;
 }
 
+/* The consumer side of a predicated run: does any of a warp's 16 rows (block rows 16 warp ..,
+ * of nrows) have an interval of table buffer tb meeting gathered keys [g0, g0 + KT)?
+ * Warp-uniform (a vote); every lane of the warp calls it. */
+template <int TQ, int KT>
+SPLAT_DEV bool splat_warp_touches(const splat_ival *sIv, const int *sNiv, int tb, int nrows,
+                                  int warp, int lane, int32_t g0) {
+  bool touched = false;
+  if (16 * warp < nrows && lane < 16) {
+    const int r = 16 * warp + lane;
+    const int niv = sNiv[tb * TQ + r];
+    const splat_ival *iv = sIv + (tb * TQ + r) * SPLAT_MAX_SEGS;
+    for (int q = 0; q < niv; q++) {
+      const int4 v = *(const int4 *)(iv + q);
+      touched = touched || (v.x < g0 + KT && v.y >= g0);
+    }
+  }
+  return __any_sync(0xffffffffu, touched);
+}
+
 /* Gathers the query rows of a CTA's block, original rows sRow[0 .. TQ), from a
  * [B, H, S, head_dim] tensor at (b, h) into shared memory, one 16-byte cp.async per chunk
  * of 16 / sizeof(T) elements; dst(r, ch) is the shared address of chunk ch of block row

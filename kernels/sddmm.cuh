@@ -92,23 +92,6 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
   }
 }
 
-/* Does any of this warp's 16 rows (of a CTA with nrows rows) have an interval of table
- * buffer tb meeting gathered indices [g0, g0 + KT)? Warp-uniform. */
-SPLAT_DEV bool splat_sddmm_warp_touches(const splat_ival *sIv, const int *sNiv, int tb, int nrows,
-                                        int warp, int lane, int32_t g0) {
-  bool touched = false;
-  if (16 * warp < nrows && lane < 16) {
-    const int r = 16 * warp + lane;
-    const int niv = sNiv[tb * SPLAT_TQ + r];
-    const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-    for (int q = 0; q < niv; q++) {
-      const int4 v = *(const int4 *)(iv + q);
-      touched = touched || (v.x < g0 + SPLAT_KT && v.y >= g0);
-    }
-  }
-  return __any_sync(0xffffffffu, touched);
-}
-
 /* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows) from
  * the m16n8 accumulator layout, repeated over KT/8 column blocks: acc[4j], acc[4j+1] are
  * row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns of row g+8 (mma.sync's
@@ -211,6 +194,67 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
   }
 }
 
+/* The CTA of both R-SDDMM tile kernels (this file's on mma.sync, sddmm_wgmma.cuh's on
+ * wgmma): the block's rows (sRow; nothing to do for an empty tile), then for each (b, h)
+ * of the CTA its query rows gathered into shared memory (gather_q(b, h), a cp.async
+ * group) and one pipeline over the key sub-tiles of all the tile's runs
+ * (load_k(run, g0, ko, stage) gathers one), running step(run, g0, tb, it, bh_off) on each
+ * sub-tile `it` (gathered keys [g0, g0 + KT) of run, in ring stage it % STAGES, table
+ * buffer tb) once its group is in; step syncs the CTA before it reads the stage, and the
+ * CTA syncs after it before the stage is refilled. The first STAGES - 1 sub-tiles are issued
+ * by the loop's first passes (`pre`): one inlined copy of the tables and the gather. */
+template <class GatherQ, class LoadK, class Step>
+SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int *sNiv, int *sRow,
+                               const GatherQ &gather_q, const LoadK &load_k, const Step &step) {
+  splat_dev_tile tile; /* CTA = (query tile, batch*head, row block z) */
+  int ti, rb, bh0;
+  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
+  if (tile.nruns == 0 || nrows <= 0) return;
+  const int64_t BH = P.shape.batch * P.shape.heads;
+  const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
+  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
+    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads, hk = h / P.shape.heads_per_kv;
+    const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
+    __syncthreads(); /* sRow is in; the previous (b, h) is done with Q, staging and tables */
+    gather_q(b, h, nrows);
+    splat_cp_async_commit();
+    splat_pipe pipe = {0, 0, 0};
+    int ci = 0, cs = 0, it = 0;
+    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
+      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
+          [&](const splat_dev_run &run, int64_t g0, int st) { load_k(run, g0, ko, st); });
+      if (pre > 0) {
+        pre--;
+        continue;
+      }
+      splat_cp_async_wait<SPLAT_STAGES - 1>();
+      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+      step(run, (int32_t)(run.base + cs * SPLAT_KT), ci % SPLAT_STAGES, it, nrows, bh_off);
+      __syncthreads(); /* stage `it` may be refilled */
+      it++;
+      if (++cs == run.ntiles * nsub_tile) {
+        ci++;
+        cs = 0;
+      }
+    }
+  }
+}
+
+/* A warp's scores of a sub-tile, acc (16 x KT, the m16n8 layout), written to its rows' ACSR
+ * entries through its staging rows wo (for warps some of whose rows meet the sub-tile:
+ * splat_warp_touches). */
+SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[SPLAT_KT / 2],
+                                unsigned char *wo, const splat_ival *sIv, const int *sNiv,
+                                const int *sRow, int tb, int nrows, int warp, int lane, int32_t g0,
+                                int64_t bh_off) {
+  const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
+  splat_sddmm_stage(acc, P.scale, wo, lane);
+  __syncwarp();
+  splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
+  __syncwarp();
+}
+
 #if !defined(SPLAT_SDDMM_WG) /* sddmm_wgmma.cuh has its own tile kernel */
 
 #if SPLAT_DT == SPLAT_F32
@@ -258,56 +302,23 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
 
-  /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  splat_dev_tile tile;
-  int ti, rb, bh0;
-  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
-  if (tile.nruns == 0 || nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t BH = P.shape.batch * P.shape.heads;
-  const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
-  const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   unsigned char *wo = sO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
-
-  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
-    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
-    const int64_t hk = h / P.shape.heads_per_kv;
-    const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
-
-    __syncthreads(); /* sRow is in; the previous (b, h) is done with sQ and the tables */
-    splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
-        P.q, b, h, sRow, nrows, [&](int r, int ch) { return sQ + r * SPLAT_LDS + ch * SPLAT_EPC; });
-    splat_cp_async_commit();
-
-    /* One pipeline over the key sub-tiles of all runs: the sub-tile STAGES - 1 ahead is
-     * in flight while one is computed; a run's interval tables (buffer run % STAGES) are
-     * built when its first sub-tile is issued. */
-    splat_pipe pipe = {0, 0, 0};
-    auto issue = [&]() {
-      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
-          [&](const splat_dev_run &run, int64_t g0, int s) {
-            splat_sddmm_load_k(P, run, g0, ko, sK + s * SPLAT_KT * SPLAT_LDS);
-          });
-    };
-
-    /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
-     * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
-    int ci = 0, cs = 0, it = 0;
-    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
-      issue();
-      if (pre > 0) {
-        pre--;
-        continue;
-      }
-      splat_cp_async_wait<SPLAT_STAGES - 1>();
-      __syncthreads(); /* sub-tile `it` and its run's tables are in */
-      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
-      const int32_t g0 = run.base + cs * SPLAT_KT;
-      const int tb = ci % SPLAT_STAGES;
-      /* Skip the sub-tile when no row of this warp has an interval meeting it (a window's
-       * warp spans fewer keys than its tile's runs): no mma, no staging, no stores. */
-      if (splat_sddmm_warp_touches(sIv, sNiv, tb, nrows, warp, lane, g0)) {
+  splat_sddmm_cta(
+      P, sIv, sNiv, sRow,
+      [&](int64_t b, int64_t h, int nrows) {
+        splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
+            P.q, b, h, sRow, nrows,
+            [&](int r, int ch) { return sQ + r * SPLAT_LDS + ch * SPLAT_EPC; });
+      },
+      [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
+        splat_sddmm_load_k(P, run, g0, ko, sK + st * SPLAT_KT * SPLAT_LDS);
+      },
+      [&](const splat_dev_run &, int32_t g0, int tb, int it, int nrows, int64_t bh_off) {
+        __syncthreads(); /* sub-tile `it` and its run's tables are in */
+        /* Skip the sub-tile when no row of this warp has an interval meeting it (a
+         * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
+        if (!splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)) return;
         const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
         float acc[SPLAT_KT / 2];
 #pragma unroll
@@ -350,20 +361,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           }
         }
 #endif
-        /* Stage the warp's scores, then write its rows' entries. */
-        splat_sddmm_stage(acc, P.scale, wo, lane);
-        __syncwarp();
-        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
-        __syncwarp();
-      }
-      __syncthreads(); /* stage `it` may be refilled */
-      it++;
-      if (++cs == run.ntiles * nsub_tile) {
-        ci++;
-        cs = 0;
-      }
-    }
-  }
+        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off);
+      });
 }
 
 #endif /* !SPLAT_SDDMM_WG */

@@ -87,98 +87,56 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
   const uint32_t k_addr = splat_smem_addr(sK), lo_addr = splat_smem_addr(sLo);
   const float *sQ = (const float *)sQO;
 
-  /* CTA = (query tile, batch*head, row block z): tile rows [z*TQ, z*TQ + TQ). */
-  splat_dev_tile tile;
-  int ti, rb, bh0;
-  const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
-  if (tile.nruns == 0 || nrows <= 0) return;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int64_t BH = P.shape.batch * P.shape.heads;
-  const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
-  const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   unsigned char *wo = sQO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
-
-  for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
-    const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
-    const int64_t hk = h / P.shape.heads_per_kv;
-    const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
-
-    __syncthreads(); /* sRow is in; the previous (b, h) is done with the staging and tables */
-    splat_gather_rows<SPLAT_WCHUNKS, SPLAT_TQ, SPLAT_THREADS, float>(
-        P.q, b, h, sRow, nrows,
-        [&](int r, int ch) { return (float *)sQO + r * SPLAT_LDQ + ch * 4; });
-    splat_cp_async_commit();
-
-    splat_pipe pipe = {0, 0, 0};
-    auto issue = [&]() {
-      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
-          [&](const splat_dev_run &run, int64_t g0, int s) {
-            unsigned char *sk = sK + s * SPLAT_KBYTES;
-            splat_gather_keys<SPLAT_WCHUNKS, SPLAT_KT, SPLAT_THREADS>(
-                (const float *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
-                [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
-          });
-    };
-
-    uint32_t qh[SPLAT_KSTEPS][4], ql[SPLAT_KSTEPS][4]; /* this thread's A registers */
-    /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
-     * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
-    int ci = 0, cs = 0, it = 0;
-    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
-      issue();
-      if (pre > 0) {
-        pre--;
-        continue;
-      }
-      splat_cp_async_wait<SPLAT_STAGES - 1>();
-      splat_sddmm_split_own(sK + (it % SPLAT_STAGES) * SPLAT_KBYTES, sLo);
-      splat_fence_proxy_async(); /* this thread's hi / lo -> visible to wgmma */
-      __syncthreads();           /* sub-tile `it`, its tables (and at it 0, Q) are in */
-      if (it == 0) {
-        /* Q's A registers: rows 16 warp + g (+8), columns 8 kk + t (+4), split once. */
-        const float *qa = sQ + (16 * warp + g) * SPLAT_LDQ + t;
+  uint32_t qh[SPLAT_KSTEPS][4], ql[SPLAT_KSTEPS][4];           /* this thread's A registers */
+  splat_sddmm_cta(
+      P, sIv, sNiv, sRow,
+      [&](int64_t b, int64_t h, int nrows) {
+        splat_gather_rows<SPLAT_WCHUNKS, SPLAT_TQ, SPLAT_THREADS, float>(
+            P.q, b, h, sRow, nrows,
+            [&](int r, int ch) { return (float *)sQO + r * SPLAT_LDQ + ch * 4; });
+      },
+      [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
+        unsigned char *sk = sK + st * SPLAT_KBYTES;
+        splat_gather_keys<SPLAT_WCHUNKS, SPLAT_KT, SPLAT_THREADS>(
+            (const float *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+            [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
+      },
+      [&](const splat_dev_run &, int32_t g0, int tb, int it, int nrows, int64_t bh_off) {
+        splat_sddmm_split_own(sK + (it % SPLAT_STAGES) * SPLAT_KBYTES, sLo);
+        splat_fence_proxy_async(); /* this thread's hi / lo -> visible to wgmma */
+        __syncthreads();           /* sub-tile `it`, its tables (and at it 0, Q) are in */
+        if (it == 0) {
+          /* Q's A registers: rows 16 warp + g (+8), columns 8 kk + t (+4), split once. */
+          const float *qa = sQ + (16 * warp + g) * SPLAT_LDQ + t;
+#pragma unroll
+          for (int kk = 0; kk < SPLAT_KSTEPS; kk++) {
+            splat_tf32_split(qa[8 * kk], qh[kk][0], ql[kk][0]);
+            splat_tf32_split(qa[8 * SPLAT_LDQ + 8 * kk], qh[kk][1], ql[kk][1]);
+            splat_tf32_split(qa[8 * kk + 4], qh[kk][2], ql[kk][2]);
+            splat_tf32_split(qa[8 * SPLAT_LDQ + 8 * kk + 4], qh[kk][3], ql[kk][3]);
+          }
+          __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
+        }
+        const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
+        float acc[SPLAT_KT / 2];
+        splat_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KSTEPS; kk++) {
-          splat_tf32_split(qa[8 * kk], qh[kk][0], ql[kk][0]);
-          splat_tf32_split(qa[8 * SPLAT_LDQ + 8 * kk], qh[kk][1], ql[kk][1]);
-          splat_tf32_split(qa[8 * kk + 4], qh[kk][2], ql[kk][2]);
-          splat_tf32_split(qa[8 * SPLAT_LDQ + 8 * kk + 4], qh[kk][3], ql[kk][3]);
+          const uint64_t dh = splat_wgmma_desc_k<SPLAT_KT>(kh, kk);
+          const uint64_t dl = splat_wgmma_desc_k<SPLAT_KT>(lo_addr, kk);
+          splat_wgmma_rs_tf32<SPLAT_KT>(acc, ql[kk], dh, kk > 0);
+          splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dl, 1);
+          splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dh, 1);
         }
-        __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
-      }
-      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
-      const int32_t g0 = run.base + cs * SPLAT_KT;
-      const int tb = ci % SPLAT_STAGES;
-      const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
-      float acc[SPLAT_KT / 2];
-      splat_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < SPLAT_KSTEPS; kk++) {
-        const uint64_t dh = splat_wgmma_desc_k<SPLAT_KT>(kh, kk);
-        const uint64_t dl = splat_wgmma_desc_k<SPLAT_KT>(lo_addr, kk);
-        splat_wgmma_rs_tf32<SPLAT_KT>(acc, ql[kk], dh, kk > 0);
-        splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dl, 1);
-        splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dh, 1);
-      }
-      splat_wgmma_commit();
-      splat_wgmma_wait<0>();
-      splat_wgmma_fence_acc(acc);
-      /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
-      if (splat_sddmm_warp_touches(sIv, sNiv, tb, nrows, warp, lane, g0)) {
-        splat_sddmm_stage(acc, P.scale, wo, lane);
-        __syncwarp();
-        splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
-        __syncwarp();
-      }
-      __syncthreads(); /* stage `it` and the lo tile may be refilled */
-      it++;
-      if (++cs == run.ntiles * nsub_tile) {
-        ci++;
-        cs = 0;
-      }
-    }
-  }
+        splat_wgmma_commit();
+        splat_wgmma_wait<0>();
+        splat_wgmma_fence_acc(acc);
+        /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
+        if (splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0))
+          splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off);
+      });
 }
 
 #endif /* !SPLAT_NO_TILE */
