@@ -206,8 +206,9 @@ typedef struct splat_report {
   double plan_ms;           /* alignment + tile plan */
   double report_ms;         /* the statistics above */
   /* Kernels of a CUDA plan: wall time to get (memory cache, disk cache or NVRTC compile)
-   * and load every kernel module at plan creation, and how many of them NVRTC compiled
-   * (not cache hits). 0 for CPU plans and for splat_analyze. */
+   * and load every kernel program at plan creation (an op's row and tile kernels are two),
+   * and how many of them NVRTC compiled (not cache hits). 0 for CPU plans and for
+   * splat_analyze. */
   double kernels_ms;
   int kernels_compiled;
 } splat_report;

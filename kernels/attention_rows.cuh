@@ -19,6 +19,7 @@
 
 #define SPLAT_ADC ((SPLAT_HEAD_DIM + 31) / 32)
 
+#if !defined(SPLAT_NO_ROWS) /* the tile kernel's program (kgen.c) */
 extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
     SPLAT_ATTN_ROWS_NAME(const splat_attention_params P) {
   __shared__ float sq[SPLAT_ROW_WARPS][SPLAT_HEAD_DIM];
@@ -91,5 +92,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
     }
   }
 }
+#endif /* !SPLAT_NO_ROWS */
 
 #endif

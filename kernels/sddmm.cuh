@@ -31,6 +31,7 @@
 
 #define SPLAT_RW SPLAT_ROW_WARPS
 
+#if !defined(SPLAT_NO_ROWS) /* the tile kernel's program (kgen.c) */
 extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
     SPLAT_SDDMM_ROWS_NAME(const splat_sddmm_params P) {
   __shared__ float sq[SPLAT_RW][SPLAT_HEAD_DIM];
@@ -66,6 +67,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
     }
   }
 }
+#endif /* !SPLAT_NO_ROWS */
 
 #if !defined(SPLAT_NO_TILE)
 

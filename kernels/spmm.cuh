@@ -23,6 +23,7 @@
 
 #define SPLAT_DC ((SPLAT_HEAD_DIM + 31) / 32) /* head_dim columns per lane, row kernel */
 
+#if !defined(SPLAT_NO_ROWS) /* the tile kernel's program (kgen.c) */
 extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
     SPLAT_SPMM_ROWS_NAME(const splat_spmm_params P) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -65,6 +66,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
     }
   }
 }
+#endif /* !SPLAT_NO_ROWS */
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
 

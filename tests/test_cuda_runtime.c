@@ -720,6 +720,7 @@ static void test_attn_epilogues(void) {
                                    : "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1_part";
     CHECKF(!strcmp(tile, want_tile), "%s", tile);
     CHECKF(c == 0 ? merge[0] == '\0' : !strcmp(merge, "splat_attn_merge_bf16_d64"), "'%s'", merge);
+    a->program = SPLAT__KPROG_TILE;
     CHECK(splat__kspec_source(a, &src) == SPLAT_OK);
     if (src) {
       CHECK(strstr(src, c == 0 ? "#define SPLAT_ATTN_PLAIN 1\n" : "#define SPLAT_ATTN_PLAIN 0\n"));
@@ -732,6 +733,7 @@ static void test_attn_epilogues(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
   splat__kspec_attn_epilogues(sp, 0, 0);
   splat__kspec_merge_name(a, merge, sizeof merge);
+  a->program = SPLAT__KPROG_TILE;
   CHECK(!a->plain && merge[0] && splat__kspec_source(a, &src) == SPLAT_OK);
   if (src) {
     CHECK(!strstr(src, "SPLAT_ATTN_PLAIN"));
@@ -795,6 +797,61 @@ static int64_t expand_tile(const splat_dev_tile *t, const splat_dev_run *runs, i
     }
   }
   return n;
+}
+
+/* Cuts a generated source after its comment and #define prelude (at the first #line). */
+static void prelude_only(char *src) {
+  char *line = strstr(src, "#line ");
+  if (line) *line = '\0';
+}
+
+/* An op's programs (kgen.h): its row kernel's, which only the op, dtypes, head_dim and
+ * segments decide (so plans with other tile kernels share it), and its tile kernel's, each
+ * source holding its own kernels only. */
+static void test_kernel_programs(void) {
+  splat__kspec sp[SPLAT__KOP_COUNT], other[SPLAT__KOP_COUNT], prog[2], oprog[2];
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 0);
+  splat__kspec_plan(other, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
+  for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
+    const int n = splat__kspec_programs(&sp[op], prog);
+    CHECKF(n == (sp[op].tile ? 2 : 1), "op %d: %d programs", op, n);
+    CHECK(prog[0].program == SPLAT__KPROG_ROWS && !prog[0].tile);
+    char rows[160], tile[160], name[176], want[176], *src = NULL, *osrc = NULL;
+    splat__kspec_names(&sp[op], rows, tile, sizeof rows);
+    splat__kspec_program(&prog[0], name, sizeof name);
+    snprintf(want, sizeof want, "%s.cu", rows);
+    CHECKF(!strcmp(name, want), "%s", name);
+    CHECK(splat__kspec_source(&prog[0], &src) == SPLAT_OK);
+    splat__kspec_programs(&other[op], oprog);
+    CHECK(splat__kspec_source(&oprog[0], &osrc) == SPLAT_OK);
+    if (src && osrc) {
+      CHECKF(!strcmp(src, osrc), "op %d: the row program depends on the tile kernel", op);
+      prelude_only(src);
+      CHECK(strstr(src, "#define SPLAT_NO_TILE 1\n") && !strstr(src, "SPLAT_NO_ROWS"));
+      CHECK(!strstr(src, "_TILE_NAME") && !strstr(src, "SPLAT_ATTN_MERGE_NAME"));
+    }
+    free(src);
+    free(osrc);
+    src = NULL;
+    if (n < 2) continue;
+    CHECK(prog[1].program == SPLAT__KPROG_TILE && prog[1].tile && prog[1].kt == sp[op].kt);
+    splat__kspec_program(&prog[1], name, sizeof name);
+    snprintf(want, sizeof want, "%s.cu", tile);
+    CHECKF(!strcmp(name, want), "%s", name);
+    CHECK(splat__kspec_source(&prog[1], &src) == SPLAT_OK);
+    if (src) {
+      prelude_only(src);
+      CHECK(strstr(src, "#define SPLAT_NO_ROWS 1\n") && !strstr(src, "SPLAT_NO_TILE"));
+      CHECK(strstr(src, tile) != NULL);
+    }
+    free(src);
+  }
+  /* No tile kernel (f32 attention): one program. */
+  splat__kspec f32[SPLAT__KOP_COUNT];
+  splat__kspec_plan(f32, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
+  CHECK(!f32[SPLAT__KOP_ATTENTION].tile &&
+        splat__kspec_programs(&f32[SPLAT__KOP_ATTENTION], prog) == 1);
 }
 
 /* Random tiles split at random limits: every chunk of a tile within the limit, the chunks
@@ -1395,6 +1452,7 @@ int main(void) {
   test_kernel_choice();
   test_attn_passes();
   test_attn_epilogues();
+  test_kernel_programs();
   test_tma_views();
   test_tma_view_keys();
   test_attn_split();

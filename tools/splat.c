@@ -65,7 +65,8 @@ static const char *usage_run =
 static const char *usage_codegen =
     "usage: splat codegen SPEC --seq N --head-dim D --dtype T [options]\n"
     "\n"
-    "Prints, for each kernel module a CUDA plan of SPEC would use, the generated CUDA C\n"
+    "Prints, for each kernel program a CUDA plan of SPEC would use (an op's row kernel, and\n"
+    "its tile kernel as a second program), the generated CUDA C\n"
     "source (a comment stating the specialisation, the #define prelude, the expanded\n"
     "kernels/*.cuh templates) and the ptxas report of each kernel in it (registers, spills,\n"
     "stack, shared memory), compiled with NVRTC for --arch. Needs NVRTC, not a GPU;\n"
@@ -656,16 +657,16 @@ static int cmd_codegen(int argc, char **argv) {
         two_pass ? "two passes"
         : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
                  : "one pass");
-  /* Every selected source is compiled (or read from the caches) concurrently, as plan
-   * creation does; each one's time is its own, the total is the wall time. */
-  splat__kspec sel[SPLAT__KOP_COUNT];
-  splat__kcompiled got[SPLAT__KOP_COUNT];
-  int nsel = 0, index[SPLAT__KOP_COUNT];
+  /* Every selected program (an op's row kernel, and its tile kernel when it has one) is
+   * compiled (or read from the caches) concurrently, as plan creation does; each one's time
+   * is its own, the total is the wall time. */
+  splat__kspec sel[SPLAT__KPROG_MAX];
+  splat__kcompiled got[SPLAT__KPROG_MAX];
+  int nsel = 0, op_of[SPLAT__KPROG_MAX];
   for (int o = 0; o < SPLAT__KOP_COUNT; o++) {
-    index[o] = -1;
     if (only >= 0 && o != only) continue;
-    index[o] = nsel;
-    sel[nsel++] = specs[o];
+    const int m = splat__kspec_programs(&specs[o], &sel[nsel]);
+    for (int i = 0; i < m; i++) op_of[nsel++] = o;
   }
   double all_ms = 0;
   if (!source_only) {
@@ -675,27 +676,30 @@ static int cmd_codegen(int argc, char **argv) {
     all_ms = splat__now_ms() - t0;
   }
   int rc = 0;
-  for (int o = 0; o < SPLAT__KOP_COUNT; o++) {
-    if (index[o] < 0) continue;
+  for (int i = 0; i < nsel; i++) {
+    const splat__kspec *s = &sel[i];
     char rows[160], tile[160], merge[160], program[176], *src = NULL;
-    splat__kspec_names(&specs[o], rows, tile, sizeof rows);
-    splat__kspec_merge_name(&specs[o], merge, sizeof merge);
-    splat__kspec_program(&specs[o], program, sizeof program);
-    st = splat__kspec_source(&specs[o], &src);
+    splat__kspec_names(s, rows, tile, sizeof rows);
+    splat__kspec_merge_name(s, merge, sizeof merge);
+    splat__kspec_program(s, program, sizeof program);
+    st = splat__kspec_source(s, &src);
     if (st != SPLAT_OK) return fail("generating the source", st, NULL);
-    printf("// ======== %s: %s\n%s", ops[o], program, src);
+    printf("// ======== %s: %s\n%s", ops[op_of[i]], program, src);
     if (!source_only) {
-      const splat__kcompiled *k = &got[index[o]];
+      const splat__kcompiled *k = &got[i];
       printf("// ======== %s for %s: %s in %.1f ms, cubin %zu bytes\n", program, arch,
              splat__cache_hit_name(k->hit), k->ms, k->bin.cubin_size);
-      if (tile[0]) print_ptxas(k->bin.log, tile, arch, splat__kspec_tile_smem(&specs[o]));
-      if (merge[0]) print_ptxas(k->bin.log, merge, arch, 0);
-      print_ptxas(k->bin.log, rows, arch, 0);
+      if (s->program == SPLAT__KPROG_TILE) {
+        print_ptxas(k->bin.log, tile, arch, splat__kspec_tile_smem(s));
+        if (merge[0]) print_ptxas(k->bin.log, merge, arch, 0);
+      } else {
+        print_ptxas(k->bin.log, rows, arch, 0);
+      }
     }
     free(src);
   }
   if (!source_only) {
-    printf("// ======== %d module(s) for %s got concurrently in %.1f ms\n", nsel, arch, all_ms);
+    printf("// ======== %d program(s) for %s got concurrently in %.1f ms\n", nsel, arch, all_ms);
     for (int i = 0; i < nsel; i++) splat__compiled_free(&got[i].bin);
   }
   return rc;

@@ -96,7 +96,7 @@ struct splat__cuda_plan {
   splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
   int persistent;         /* the warp-specialised kernel's grid: persistent (1) or per item */
   splat__kspec spec[SPLAT__KOP_COUNT];
-  CUmodule mod[SPLAT__KOP_COUNT];
+  CUmodule mod[SPLAT__KOP_COUNT][2]; /* the op's row and tile programs (SPLAT__KPROG_*) */
   CUfunction rows[SPLAT__KOP_COUNT];
   CUfunction tile[SPLAT__KOP_COUNT]; /* NULL when the op has no usable tile kernel */
   int tile_smem[SPLAT__KOP_COUNT];
@@ -367,28 +367,28 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   return st;
 }
 
-/* Loads the module of one op from its CUBIN and finds its kernels; logs where the CUBIN
- * came from and how long getting and loading took. */
-static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompiled *k) {
+/* Loads one program of op (prog: its spec, SPLAT__KPROG_*) from its CUBIN and finds the
+ * kernels it holds; logs where the CUBIN came from and how long getting and loading took. */
+static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kspec *prog,
+                                const splat__kcompiled *k) {
   const splat__kspec *s = &p->spec[op];
-  char rows[160], tile[160];
+  char rows[160], tile[160], merge[160];
   splat__kspec_names(s, rows, tile, sizeof rows);
+  splat__kspec_merge_name(s, merge, sizeof merge);
   const double t0 = splat__now_ms();
-  splat_status st =
-      splat__cuda_check(drv->cuModuleLoadData(&p->mod[op], k->bin.cubin), "cuModuleLoadData");
-  if (st == SPLAT_OK) {
-    st = splat__cuda_check(drv->cuModuleGetFunction(&p->rows[op], p->mod[op], rows),
+  CUmodule *mod = &p->mod[op][prog->program];
+  splat_status st = splat__cuda_check(drv->cuModuleLoadData(mod, k->bin.cubin), "cuModuleLoadData");
+  if (st == SPLAT_OK && prog->program == SPLAT__KPROG_ROWS) {
+    st = splat__cuda_check(drv->cuModuleGetFunction(&p->rows[op], *mod, rows),
                            "cuModuleGetFunction (row kernel)");
   }
-  char merge[160];
-  splat__kspec_merge_name(s, merge, sizeof merge);
-  if (st == SPLAT_OK && merge[0]) {
-    st = splat__cuda_check(drv->cuModuleGetFunction(&p->merge, p->mod[op], merge),
+  if (st == SPLAT_OK && prog->program == SPLAT__KPROG_TILE && merge[0]) {
+    st = splat__cuda_check(drv->cuModuleGetFunction(&p->merge, *mod, merge),
                            "cuModuleGetFunction (merge kernel)");
   }
-  if (st == SPLAT_OK && s->tile) {
+  if (st == SPLAT_OK && prog->program == SPLAT__KPROG_TILE) {
     p->tile_smem[op] = splat__kspec_tile_smem(s);
-    st = splat__cuda_check(drv->cuModuleGetFunction(&p->tile[op], p->mod[op], tile),
+    st = splat__cuda_check(drv->cuModuleGetFunction(&p->tile[op], *mod, tile),
                            "cuModuleGetFunction (tile kernel)");
     if (st == SPLAT_OK) {
       st = splat__cuda_check(
@@ -404,35 +404,35 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kcompi
   return SPLAT_OK;
 }
 
-/* Gets the modules of the plan's ops (splat_plan_desc.ops; specs set by the caller)
- * concurrently (splat__kspec_compile_all), then loads them; fills the report's
- * kernels_ms and kernels_compiled. */
+/* Gets the programs of the plan's ops (splat_plan_desc.ops; specs set by the caller; an
+ * op's row and tile kernels are separate programs) concurrently (splat__kspec_compile_all),
+ * then loads them; fills the report's kernels_ms and kernels_compiled. */
 static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   const splat_plan_desc *d = &plan->desc;
   splat_status st;
   const double t0 = splat__now_ms();
   /* The kernel ops are in the order of the SPLAT_OPS_* bits. */
-  splat__kspec want[SPLAT__KOP_COUNT];
-  int ops[SPLAT__KOP_COUNT], n = 0;
+  splat__kspec want[SPLAT__KPROG_MAX];
+  int ops[SPLAT__KPROG_MAX], n = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     if (d->ops & (1u << op)) {
-      want[n] = p->spec[op];
-      ops[n++] = op;
+      const int m = splat__kspec_programs(&p->spec[op], &want[n]);
+      for (int i = 0; i < m; i++) ops[n++] = op;
     }
   }
-  splat__kcompiled k[SPLAT__KOP_COUNT];
+  splat__kcompiled k[SPLAT__KPROG_MAX];
   st = splat__kspec_compile_all(want, n, p->cu->dev.arch, k);
   if (st != SPLAT_OK) return st;
   int ncompiled = 0;
   for (int i = 0; i < n; i++) {
-    if (st == SPLAT_OK) st = load_kernel(p, ops[i], &k[i]);
+    if (st == SPLAT_OK) st = load_kernel(p, ops[i], &want[i], &k[i]);
     ncompiled += k[i].hit == SPLAT__CACHE_COMPILED;
     splat__compiled_free(&k[i].bin);
   }
   if (st != SPLAT_OK) return st;
   plan->report.kernels_ms = splat__now_ms() - t0;
   plan->report.kernels_compiled = ncompiled;
-  splat__log(SPLAT__LOG_INFO, "plan kernels: %d module(s), %d compiled, in %.2f ms", n, ncompiled,
+  splat__log(SPLAT__LOG_INFO, "plan kernels: %d program(s), %d compiled, in %.2f ms", n, ncompiled,
              plan->report.kernels_ms);
   return SPLAT_OK;
 }
@@ -441,7 +441,9 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
   if (!p) return;
   if (push(p->cu) == SPLAT_OK) {
     for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
-      if (p->mod[op]) drv->cuModuleUnload(p->mod[op]);
+      for (int g = 0; g < 2; g++) {
+        if (p->mod[op][g]) drv->cuModuleUnload(p->mod[op][g]);
+      }
     }
     if (p->meta) drv->cuMemFree(p->meta);
     if (p->part) drv->cuMemFree(p->part);

@@ -40,12 +40,12 @@ static void *job_thread(void *arg) {
 
 splat_status splat__kspec_compile_all(const splat__kspec *specs, int n, const char *arch,
                                       splat__kcompiled *out) {
-  if (n < 0 || n > SPLAT__KOP_COUNT || (n > 0 && (!specs || !out))) {
+  if (n < 0 || n > SPLAT__KPROG_MAX || (n > 0 && (!specs || !out))) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat__kspec_compile_all: bad arguments");
   }
-  job jobs[SPLAT__KOP_COUNT];
-  pthread_t threads[SPLAT__KOP_COUNT];
-  int started[SPLAT__KOP_COUNT];
+  job jobs[SPLAT__KPROG_MAX];
+  pthread_t threads[SPLAT__KPROG_MAX];
+  int started[SPLAT__KPROG_MAX];
   for (int i = 0; i < n; i++) {
     memset(&out[i], 0, sizeof out[i]);
     memset(&jobs[i], 0, sizeof jobs[i]);

@@ -1,6 +1,7 @@
 /* kcompile.h — getting the kernels of a plan concurrently: one thread per generated
- * source (specialise, then splat__kernel_cache_get: memory cache, disk cache or NVRTC),
- * so a cold plan costs its slowest compile, not the sum. Pure C (pthreads), no CUDA
+ * source (specialise, then splat__kernel_cache_get: memory cache, disk cache or NVRTC;
+ * each op's row and tile kernels are separate programs, kgen.h), so a cold plan costs its
+ * slowest compile, not the sum. Pure C (pthreads), no CUDA
  * dependency: plan creation and `splat codegen` both use it. */
 #ifndef SPLAT_CUDA_KCOMPILE_H
 #define SPLAT_CUDA_KCOMPILE_H
@@ -18,7 +19,7 @@ typedef struct splat__kcompiled {
 } splat__kcompiled;
 
 /* Generates and gets the sources of specs[0..n) for arch, each in its own thread (n at
- * most SPLAT__KOP_COUNT). out: host array of n, zeroed first; on success every entry
+ * most SPLAT__KPROG_MAX). out: host array of n, zeroed first; on success every entry
  * holds its CUBIN. On failure, the first failing spec's status and message (made the
  * calling thread's error), and every CUBIN already obtained is freed. Thread-safe as
  * splat__kernel_cache_get. */

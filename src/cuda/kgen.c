@@ -324,19 +324,48 @@ void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
   s->plain = s->tile && s->wgmma == SPLAT__WGMMA_WS && !two_pass && !split;
 }
 
+/* The row kernel's program of an op: the fields its kernel depends on, every tile field at
+ * its no-tile value (so one row program serves every tile kernel of the op). */
+static splat__kspec rows_program(const splat__kspec *s) {
+  splat__kspec r;
+  memset(&r, 0, sizeof r);
+  r.op = s->op;
+  r.dt = s->dt;
+  r.vdt = s->vdt;
+  r.pdt = s->pdt;
+  r.head_dim = s->head_dim;
+  r.max_segs = s->max_segs;
+  r.row_warps = s->row_warps;
+  r.stages = 2;
+  r.program = SPLAT__KPROG_ROWS;
+  return r;
+}
+
+int splat__kspec_programs(const splat__kspec *s, splat__kspec *out) {
+  out[0] = rows_program(s);
+  if (!s->tile) return 1;
+  out[1] = *s;
+  out[1].program = SPLAT__KPROG_TILE;
+  return 2;
+}
+
 void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
   char rows[160], tile[160];
   splat__kspec_names(s, rows, tile, sizeof rows);
-  snprintf(buf, cap, "%s.cu", rows);
+  snprintf(buf, cap, "%s.cu", s->program == SPLAT__KPROG_TILE && s->tile ? tile : rows);
 }
 
 /* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
  * launch gives the tile kernel, which each tile kernel static_asserts against its own
- * layout), then the kernel names (row, merge, tile) and the flags of some kernels
- * (SPLAT_ATTN_PLAIN, SPLAT_WLPR); kept alive for splat__codegen. */
-enum { NINT = 11, NDEF = NINT + 5 };
+ * layout), then the kernel names (row, merge, tile), the flags of some kernels
+ * (SPLAT_ATTN_PLAIN, SPLAT_WLPR) and which kernels the program leaves out (SPLAT_NO_ROWS or
+ * SPLAT_NO_TILE); kept alive for splat__codegen. */
+enum { NINT = 11, NDEF = NINT + 6 };
 
-splat_status splat__kspec_source(const splat__kspec *s, char **out) {
+splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
+  const int tile_program = spec->program == SPLAT__KPROG_TILE && spec->tile;
+  const splat__kspec rows_only = rows_program(spec);
+  const splat__kspec *s = tile_program ? spec : &rows_only;
   char rows[160], tile[160], comment[1024];
   splat__kspec_names(s, rows, tile, sizeof rows);
   const char *N = s->op == SPLAT__KOP_SDDMM     ? "SDDMM"
@@ -357,12 +386,20 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
                                               : "mma.sync",
              s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
   }
+  char rows_words[300];
+  if (tile_program) {
+    snprintf(rows_words, sizeof rows_words, "the tile kernel's program (row kernel %s: its own)",
+             rows);
+  } else {
+    snprintf(rows_words, sizeof rows_words, "row kernel %s (%d warps, one row per warp)", rows,
+             s->row_warps);
+  }
   snprintf(comment, sizeof comment,
            "splat generated kernel source: %s for %s inputs, %s values%s%s, head_dim %d, up to "
-           "%d affine segments per row; row kernel %s (%d warps, one row per warp)%s%s",
+           "%d affine segments per row; %s%s",
            op_name(s->op), dname(s->dt), dname(s->vdt), s->op == SPLAT__KOP_SOFTMAX ? " to " : "",
-           s->op == SPLAT__KOP_SOFTMAX ? dname(s->pdt) : "", s->head_dim, s->max_segs, rows,
-           s->row_warps, tile_words, s->tile ? "" : "; no tile kernel");
+           s->op == SPLAT__KOP_SOFTMAX ? dname(s->pdt) : "", s->head_dim, s->max_segs, rows_words,
+           tile_words);
   const int ivals[] = {dcode(s->dt),
                        dcode(s->vdt),
                        dcode(s->pdt),
@@ -399,17 +436,18 @@ splat_status splat__kspec_source(const splat__kspec *s, char **out) {
     defs[n].name = "SPLAT_ATTN_PLAIN";
     defs[n++].value = plain;
   }
-  if (s->op == SPLAT__KOP_SDDMM) {
+  if (s->op == SPLAT__KOP_SDDMM && tile_program) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);
     defs[n].name = "SPLAT_WLPR";
     defs[n++].value = lanes;
   }
-  if (s->tile) {
+  if (tile_program) {
     snprintf(tile_name, sizeof tile_name, "SPLAT_%s_TILE_NAME", N);
     defs[n].name = tile_name;
     defs[n++].value = tile;
+    defs[n].name = "SPLAT_NO_ROWS";
+    defs[n++].value = "1";
   } else {
-    /* The tile kernel is compiled out by SPLAT_DT == f32; other non-tile specs skip it too. */
     defs[n].name = "SPLAT_NO_TILE";
     defs[n++].value = "1";
   }

@@ -37,7 +37,14 @@ typedef struct splat__kspec {
   int plain;       /* warp-specialised attention kernel: 1 = its staged epilogue only (one
                     * pass, no split tiles), 0 = also the partial results of two-pass plans
                     * and split tiles (the "_part" kernel, with the merge kernel) */
+  int program;     /* which of the op's kernels a source holds (SPLAT__KPROG_*) */
 } splat__kspec;
+
+/* An op's kernels compile as separate programs, concurrently: its row kernel's, and, when
+ * it has one, its tile kernel's (with the merge kernel of split attention tiles). The row
+ * kernel's program depends on the op, dtypes, head_dim and segments only, so plans that
+ * differ in their tile kernels share it in the cache. */
+enum { SPLAT__KPROG_ROWS = 0, SPLAT__KPROG_TILE = 1, SPLAT__KPROG_MAX = 2 * SPLAT__KOP_COUNT };
 
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
  * and attention_wgmma.cuh (SPLAT_ATTN_WS=0, and where the other does not fit). */
@@ -153,11 +160,16 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
  * SPLAT_ATTN_SPLIT > 0). Other specs are left alone. */
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split);
 
-/* The program name of a spec's source in compile logs, the cache and dumps: the row
- * kernel's name + ".cu". buf: host, cap chars. */
+/* The programs of an op's spec s (SPLAT__KPROG_ROWS, then SPLAT__KPROG_TILE when s->tile)
+ * to out[0..), which holds 2; returns how many. */
+int splat__kspec_programs(const splat__kspec *s, splat__kspec *out);
+
+/* The program name of a spec's source in compile logs, the cache and dumps: the name of
+ * the kernel it holds (its row or tile kernel) + ".cu". buf: host, cap chars. */
 void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap);
 
-/* The full source through splat__codegen: a comment stating the spec in words, the
+/* The source of the spec's program (s->program: a tile program when SPLAT__KPROG_TILE,
+ * else the row kernel's) through splat__codegen: a comment stating the spec in words, the
  * #define prelude of the spec, then the op's embedded template (which includes
  * common.cuh and params.cuh). *out: malloc'd, caller frees. Fails as splat__codegen. */
 splat_status splat__kspec_source(const splat__kspec *s, char **out);

@@ -754,7 +754,7 @@ int main(int argc, char **argv) {
     if (w[i].kernels_ms > warm_max) warm_max = w[i].kernels_ms;
   }
   printf(
-      "warm-up: %d plans on %d threads in %.0f ms wall; %d kernel modules compiled, the rest "
+      "warm-up: %d plans on %d threads in %.0f ms wall; %d kernel programs compiled, the rest "
       "from the cache; slowest plan's kernels %.0f ms\n",
       nw, nthreads, warm_wall, warm_compiled, warm_max);
 
