@@ -60,7 +60,8 @@ SPLAT_DEV void splat_st(void *p, int64_t off, float v) {
     ((uint16_t *)p)[off] = splat_f32_to_bf16(v);
   }
 }
-/* 16 bytes to global memory at p (16-byte aligned) when pred holds: one predicated vector
+/* 16 bytes to global memory at p (16-byte aligned; a generic pointer to global memory,
+ * whose generic and global addresses coincide) when pred holds: one predicated vector
  * store, no branch (a branch lets the compiler split it into 4-byte stores and sink the
  * loads that feed it into the branch, each store then waiting on its own load). */
 SPLAT_DEV void splat_st16_if(void *p, uint4 v, bool pred) {

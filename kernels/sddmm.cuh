@@ -22,9 +22,10 @@
  * tile kernel's layout requirements (contiguous, 16-byte aligned rows) do not hold.
  *
  * Prelude: SPLAT_DT (Q, K), SPLAT_SDT (scores), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
- * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, SPLAT_WLPR (lanes per row of the
- * score write-out: 2, or 8 for plans with regrouped rows; kgen.h splat__kspec_write_lanes),
- * and the two kernel names. */
+ * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, SPLAT_WLPR (tile program only: lanes
+ * per row of the score write-out: 2, or 8 for plans with regrouped rows; kgen.h
+ * splat__kspec_write_lanes), the kernel names, and SPLAT_NO_TILE (the row kernel's program)
+ * or SPLAT_NO_ROWS (the tile kernel's). */
 
 #include "common.cuh"
 #include "pipeline.cuh"

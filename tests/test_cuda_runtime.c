@@ -805,14 +805,14 @@ static void prelude_only(char *src) {
   if (line) *line = '\0';
 }
 
-/* An op's programs (kgen.h): its row kernel's, which only the op, dtypes, head_dim and
- * segments decide (so plans with other tile kernels share it), and its tile kernel's, each
- * source holding its own kernels only. */
+/* An op's programs (kgen.h): its row kernel's, which only the op, dtypes and head_dim
+ * decide (so plans with other tile kernels or segment counts share it), and its tile
+ * kernel's, each source holding its own kernels only. */
 static void test_kernel_programs(void) {
   splat__kspec sp[SPLAT__KOP_COUNT], other[SPLAT__KOP_COUNT], prog[2], oprog[2];
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
   splat__kspec_attn_epilogues(sp, 0, 0);
-  splat__kspec_plan(other, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
+  splat__kspec_plan(other, SPLAT_BF16, 64, 3, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     const int n = splat__kspec_programs(&sp[op], prog);
     CHECKF(n == (sp[op].tile ? 2 : 1), "op %d: %d programs", op, n);

@@ -182,8 +182,8 @@ int main(void) {
     if (jb->st == SPLAT_OK) {
       /* E.g. a wgmma behind a branch after its fence: each waits for the previous. */
       CHECKF(!strstr(jb->log, "Potential Performance Loss: wgmma"),
-             "%s (%s): ptxas serialises wgmma (its C7518 / C7520 note):\n%s", tile, jb->arch,
-             jb->log);
+             "%s (%s): ptxas serialises wgmma (its C7518 / C7520 note):\n%s",
+             jb->spec.program == SPLAT__KPROG_TILE ? tile : rows, jb->arch, jb->log);
       if (jb->spec.program == SPLAT__KPROG_TILE) {
         report(jb, tile, splat__kspec_tile_smem(&jb->spec));
         report(jb, merge, 0);

@@ -324,8 +324,9 @@ void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
   s->plain = s->tile && s->wgmma == SPLAT__WGMMA_WS && !two_pass && !split;
 }
 
-/* The row kernel's program of an op: the fields its kernel depends on, every tile field at
- * its no-tile value (so one row program serves every tile kernel of the op). */
+/* The row kernel's program of an op: the fields its kernel depends on, every other field at
+ * its no-tile value (so one row program serves every tile kernel and segment count K of
+ * the op: the row kernels walk a row's segments, however many, without tables). */
 static splat__kspec rows_program(const splat__kspec *s) {
   splat__kspec r;
   memset(&r, 0, sizeof r);
@@ -334,7 +335,7 @@ static splat__kspec rows_program(const splat__kspec *s) {
   r.vdt = s->vdt;
   r.pdt = s->pdt;
   r.head_dim = s->head_dim;
-  r.max_segs = s->max_segs;
+  r.max_segs = 1;
   r.row_warps = s->row_warps;
   r.stages = 2;
   r.program = SPLAT__KPROG_ROWS;
@@ -394,11 +395,14 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     snprintf(rows_words, sizeof rows_words, "row kernel %s (%d warps, one row per warp)", rows,
              s->row_warps);
   }
+  char segs_words[64] = "";
+  if (tile_program) {
+    snprintf(segs_words, sizeof segs_words, ", up to %d affine segments per row", s->max_segs);
+  }
   snprintf(comment, sizeof comment,
-           "splat generated kernel source: %s for %s inputs, %s values%s%s, head_dim %d, up to "
-           "%d affine segments per row; %s%s",
+           "splat generated kernel source: %s for %s inputs, %s values%s%s, head_dim %d%s; %s%s",
            op_name(s->op), dname(s->dt), dname(s->vdt), s->op == SPLAT__KOP_SOFTMAX ? " to " : "",
-           s->op == SPLAT__KOP_SOFTMAX ? dname(s->pdt) : "", s->head_dim, s->max_segs, rows_words,
+           s->op == SPLAT__KOP_SOFTMAX ? dname(s->pdt) : "", s->head_dim, segs_words, rows_words,
            tile_words);
   const int ivals[] = {dcode(s->dt),
                        dcode(s->vdt),

@@ -17,7 +17,8 @@ typedef enum splat__kop {
   SPLAT__KOP_COUNT = 4
 } splat__kop;
 
-/* One generated source: the row kernel of an op, plus its tile kernel when `tile`. */
+/* The kernels of an op: its row kernel, plus its tile kernel when `tile`; as sources, the
+ * programs splat__kspec_programs derives (`program` says which one a spec stands for). */
 typedef struct splat__kspec {
   splat__kop op;
   splat_dtype dt;  /* Q, K, V, O */
@@ -42,8 +43,8 @@ typedef struct splat__kspec {
 
 /* An op's kernels compile as separate programs, concurrently: its row kernel's, and, when
  * it has one, its tile kernel's (with the merge kernel of split attention tiles). The row
- * kernel's program depends on the op, dtypes, head_dim and segments only, so plans that
- * differ in their tile kernels share it in the cache. */
+ * kernel's program depends on the op, dtypes and head_dim only, so plans that differ in
+ * their tile kernels or segment counts share it in the cache. */
 enum { SPLAT__KPROG_ROWS = 0, SPLAT__KPROG_TILE = 1, SPLAT__KPROG_MAX = 2 * SPLAT__KOP_COUNT };
 
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)

@@ -57,9 +57,10 @@ def ws_sass(splat, nvdisasm, env_extra, head_dim, work):
     subprocess.run([splat, "codegen", SPEC, "--seq", "4096", "--head-dim", str(head_dim),
                     "--dtype", "bf16", "--arch", "sm_90a", "--op", "attention"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
-    ptx = glob.glob(os.path.join(dump, "*.ptx"))
+    # The attention's tile program (its row kernel is a program of its own).
+    ptx = glob.glob(os.path.join(dump, "splat_attn_ws_*.ptx"))
     if len(ptx) != 1:
-        sys.exit(f"check_ws_overlap: expected one dumped PTX module, found {ptx}")
+        sys.exit(f"check_ws_overlap: expected one dumped PTX of the tile program, found {ptx}")
     cubin = os.path.join(work, "module.cubin")
     subprocess.run(["ptxas", "-arch=sm_90a", "-O3", ptx[0], "-o", cubin], check=True)
     text = subprocess.run([nvdisasm, "-c", cubin], check=True, capture_output=True,
