@@ -328,17 +328,9 @@ void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
  * its no-tile value (so one row program serves every tile kernel and segment count K of
  * the op: the row kernels walk a row's segments, however many, without tables). */
 static splat__kspec rows_program(const splat__kspec *s) {
-  splat__kspec r;
-  memset(&r, 0, sizeof r);
-  r.op = s->op;
-  r.dt = s->dt;
-  r.vdt = s->vdt;
-  r.pdt = s->pdt;
-  r.head_dim = s->head_dim;
-  r.max_segs = 1;
+  splat__kspec r; /* tile_q 0: no tile kernel */
+  splat__kspec_init(&r, s->op, s->dt, s->vdt, s->pdt, s->head_dim, 1, 0, 0);
   r.row_warps = s->row_warps;
-  r.stages = 2;
-  r.program = SPLAT__KPROG_ROWS;
   return r;
 }
 
