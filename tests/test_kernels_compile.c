@@ -187,6 +187,9 @@ int main(void) {
       if (jb->spec.program == SPLAT__KPROG_TILE) {
         report(jb, tile, splat__kspec_tile_smem(&jb->spec));
         report(jb, merge, 0);
+        /* The row kernel is the other program's (its compile is not on this one's path). */
+        CHECKF(!strstr(jb->log, rows), "%s (%s): the tile program also compiled %s", tile, jb->arch,
+               rows);
       } else {
         report(jb, rows, 0);
       }
