@@ -20,7 +20,7 @@ runs, in one process on the same inputs:
            item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
            SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass), SPLAT_ATTN_KT=64
            (64-key sub-tiles at head_dim 64), SPLAT_ATTN_SPLIT=1048576 (nothing is split,
-           but the plan compiles the "_part" kernel: the plain kernel against it)
+           but the plan compiles the "_split" kernel: the plain kernel against it)
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against the window with the same nnz, run beside them and left out of the
 geomean, and against window(256)), JSON lines and a PNG plot of useful TFLOP/s.

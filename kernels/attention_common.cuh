@@ -1,13 +1,13 @@
 /* attention_common.cuh — the per-sub-tile steps both fused attention tile kernels share
  * (attention_tile.cuh on mma.sync, attention_wgmma.cuh on wgmma): the closed-form mask of
  * predicated runs, the online softmax, the epilogue that writes O / l and the
- * log-sum-exp, and, for the chunks of a split tile, the partial store and the kernel that
- * merges the chunks. Both kernels hold a warp's 16 x KT scores and its 16 x head_dim output in
- * the same register layout (the m16n8 accumulator, repeated over 8-column blocks j):
- *     s[4j + 2hf + e]  row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e
- *     o[4j + 2hf + e]  the same rows, head_dim column 8j + 2t + e
- * with g = lane / 4, t = lane % 4, hf, e in {0, 1}. m and l are the running max (base 2)
- * and this thread's part of the running sum of rows g and g + 8.
+ * log-sum-exp, and, for the chunks of a split tile, the partial store the merge kernel
+ * reads (attention_merge.cuh, a program of its own). Both kernels hold a warp's 16 x KT scores and
+ * its 16 x head_dim output in the same register layout (the m16n8 accumulator, repeated over
+ * 8-column blocks j): s[4j + 2hf + e]  row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e o[4j +
+ * 2hf + e]  the same rows, head_dim column 8j + 2t + e with g = lane / 4, t = lane % 4, hf, e in
+ * {0, 1}. m and l are the running max (base 2) and this thread's part of the running sum of rows g
+ * and g + 8.
  *
  * Needs SPLAT_MAX_SEGS and SPLAT_DT from the prelude. */
 
@@ -15,6 +15,16 @@
 
 #ifndef SPLAT_KERNELS_ATTENTION_COMMON_CUH
 #define SPLAT_KERNELS_ATTENTION_COMMON_CUH
+
+/* The pass of a two-pass plan the program's tile kernel runs (1, 2), else 0: from the
+ * prelude's epilogue SPLAT_ATTN_EPI (params.cuh SPLAT_EPI_*; absent outside tile programs). */
+#if defined(SPLAT_ATTN_EPI) && SPLAT_ATTN_EPI == SPLAT_EPI_PASS1
+#define SPLAT_ATTN_PASS 1
+#elif defined(SPLAT_ATTN_EPI) && SPLAT_ATTN_EPI == SPLAT_EPI_PASS2
+#define SPLAT_ATTN_PASS 2
+#else
+#define SPLAT_ATTN_PASS 0
+#endif
 
 /* The sum over the 4 lanes of a quad (the threads holding one row). */
 SPLAT_DEV float splat_quad_sum(float x) {
@@ -176,7 +186,7 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
  * loads of them do not wait on DRAM. A quad's threads take the row's 128-byte lines in turn. */
 SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_t b, int64_t h,
                                          const int (&row)[2], int r0, int nrows, int t) {
-  if (P.pass != 2) return;
+  if (SPLAT_ATTN_PASS != 2) return;
   constexpr int BYTES = (SPLAT_HEAD_DIM + 2) * 4, LINES = (BYTES + 127) / 128 + 1;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
@@ -194,7 +204,7 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
 /* O / l (zeros for rows without entries) to the original rows row[0], row[1] of the
  * block's rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
  * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
- * plans (P.pass): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges them in:
+ * plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges them in:
  * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
  * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
  * could alias them for all the compiler knows: loads interleaved with stores would wait a
@@ -209,7 +219,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
     const int r = r0 + 8 * hf;
     if (r < nrows) {
       float w = 1.f, w1 = 0.f;
-      if (P.pass == 1) {
+      if (SPLAT_ATTN_PASS == 1) {
         float *part =
             P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2);
 #pragma unroll
@@ -222,7 +232,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
         continue;
       }
       const float *prior = nullptr; /* pass 2: pass 1's row */
-      if (P.pass == 2) {
+      if (SPLAT_ATTN_PASS == 2) {
         prior =
             P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2);
         const float2 ml = *(const float2 *)(prior + SPLAT_HEAD_DIM);

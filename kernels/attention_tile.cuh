@@ -18,10 +18,12 @@
  * written to the original rows; rows with no entries get zeros and lse = -inf.
  *
  * A chunk of a split tile (P.pat.slots[tile] >= 0) leaves partial results for the merge
- * kernel (attention_merge.cuh) instead of O.
+ * kernel (attention_merge.cuh) instead of O; the passes of a two-pass plan leave or merge
+ * theirs (attention_common.cuh splat_attn_store).
  *
  * Prelude: SPLAT_DT (Q, K, V, O), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS, SPLAT_WARPS, SPLAT_KT,
- * SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, and the three kernel names. */
+ * SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, the kernel names, and the epilogue
+ * SPLAT_ATTN_EPI (params.cuh SPLAT_EPI_*: split chunks, a pass of two, or neither). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -29,8 +31,6 @@
 #include "pipeline.cuh"
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
-
-#include "attention_merge.cuh"
 
 #define SPLAT_DP ((SPLAT_HEAD_DIM + 15) / 16 * 16) /* head_dim padded to 16 */
 #define SPLAT_LD (SPLAT_DP + 8)                    /* shared Q/K/V row stride (halves) */
@@ -192,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_cp_async_wait<0>();
 
     /* O / l and the log-sum-exp, to the original rows. */
-    if (warp_active && slot >= 0) {
+    if (warp_active && SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot >= 0) {
       splat_attn_store_part<SPLAT_DP / 2>(P, o, m, l, slot, bh, rb, 16 * warp + g, nrows, t);
     } else if (warp_active) {
       const int r = 16 * warp + g;

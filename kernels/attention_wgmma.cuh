@@ -19,8 +19,7 @@
  * original rows; rows without entries get zeros and -inf. A chunk of a split tile leaves
  * partial results for the merge kernel instead (attention_merge.cuh).
  *
- * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x warpgroups), plus the merge kernel's
- * name (attention_merge.cuh). */
+ * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x warpgroups). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -29,8 +28,6 @@
 #include "wgmma.cuh"
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
-
-#include "attention_merge.cuh"
 
 #define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
 static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
@@ -177,7 +174,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_cp_async_wait<0>();
 
     /* O / l and the log-sum-exp, to the original rows. */
-    if (slot >= 0) {
+    if (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot >= 0) {
       splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, bh, rb, r0, nrows, t);
     } else {
       splat_attn_store<SPLAT_NO>(P, o, m, l, b, h, {sRow[r0], sRow[r0 + 8]}, r0, nrows, t);

@@ -35,10 +35,12 @@
  *     instead (attention_merge.cuh).
  *
  * Prelude: as attention_tile.cuh (SPLAT_WARPS = 4 x consumer warpgroups), plus
- * SPLAT_ATTN_PLAIN: 1 for plans of one pass without split tiles, whose kernel has the staged
- * epilogue only (less code: ~15% less compile time); 0 (the "_part" kernel) also leaves
- * partial results (pass 1, split chunks) and merges them (pass 2), and comes with the merge
- * kernel of split tiles (its name SPLAT_ATTN_MERGE_NAME, attention_merge.cuh). */
+ * SPLAT_ATTN_EPI (params.cuh SPLAT_EPI_*), the one epilogue the kernel carries: PLAIN, for
+ * plans of one pass without split tiles, the staged epilogue only (less code: ~15% less
+ * compile time); SPLIT also leaves the partial results of split chunks for the merge kernel
+ * (attention_merge.cuh, its own program) and stores unsplit tiles' rows to any output;
+ * PASS1 / PASS2, the two passes of a two-pass plan: leave every row's partial result, and
+ * merge it into the second pass's (attention_common.cuh splat_attn_store). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -48,10 +50,6 @@
 #include "wgmma.cuh"
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
-
-#if !SPLAT_ATTN_PLAIN
-#include "attention_merge.cuh"
-#endif
 
 #define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
 static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
@@ -427,7 +425,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     if (nrows <= 0) break;               /* the producer's end of the walk */
     const int slot = ta.w;               /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
-    if (!SPLAT_ATTN_PLAIN && P.pass == 2)
+    if (SPLAT_ATTN_PASS == 2)
       splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
                                 nrows, t);
 
@@ -607,18 +605,19 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * Q buffer: the others hand it (and its row ids and task) back to the producer first,
      * which can then load item k + 2 while they store. A plain kernel has the staged one
      * only (its host runs one pass, splits no tile and hands it outputs splat_ws_out_vec
-     * accepts). */
+     * accepts); the passes of two never take it. */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
-    if (SPLAT_ATTN_PLAIN || (slot < 0 && P.pass == 0 && out_vec)) {
+    constexpr bool plain = SPLAT_ATTN_EPI == SPLAT_EPI_PLAIN;
+    if (plain || (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot < 0 && out_vec)) {
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
                             warp, lane, nrows);
       splat_mbar_arrive(&qempty[qb]);
     }
-#if !SPLAT_ATTN_PLAIN
+#if SPLAT_ATTN_EPI != SPLAT_EPI_PLAIN
     else {
       const int row[2] = {sRow[r0], sRow[r0 + 8]};
       splat_mbar_arrive(&qempty[qb]);
-      if (slot >= 0) {
+      if (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot >= 0) {
         splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, ta.z, r0, nrows, t);
       } else {
         /* One consumer warpgroup has 128 registers a thread: its pass 2 loads a pair at a time. */

@@ -121,9 +121,9 @@ typedef struct splat_spmm_params {
  * chunk's unnormalised O, then its running max m (base 2) and sum l per row. kmap, vmap:
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
  * tma is 1 (else every key sub-tile is gathered). Two-pass plans (tile_plan.h
- * splat__tile_plan_passes): pass 1 leaves each row's unnormalised O, m and l in rowpart
- * ([batch * heads][seq_q][head_dim + 2] fp32, by original row) instead of writing out;
- * pass 2 merges them into its own result; pass 0: a single-pass plan. */
+ * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
+ * rowpart ([batch * heads][seq_q][head_dim + 2] fp32, by original row) instead of writing
+ * out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
   splat_dev_pattern pat;
@@ -136,7 +136,13 @@ typedef struct splat_attention_params {
   float scale;
   int32_t part_rows; /* rows per slot: the plan's tile_q */
   int32_t tma;
-  int32_t pass; /* 0, or 1 / 2 of a two-pass plan */
 } splat_attention_params;
+
+/* The epilogues of the fused attention tile kernels (prelude SPLAT_ATTN_EPI, kgen.h
+ * splat__kspec.epi): each kernel is compiled for one, so it carries no other's code. */
+#define SPLAT_EPI_PLAIN 0 /* one pass, no split tiles: O and lse to the outputs */
+#define SPLAT_EPI_SPLIT 1 /* one pass; chunks of split tiles leave partial results in part */
+#define SPLAT_EPI_PASS1 2 /* pass 1 of two: every row's partial result to rowpart */
+#define SPLAT_EPI_PASS2 3 /* pass 2 of two: merges rowpart into its result, then the outputs */
 
 #endif

@@ -201,9 +201,10 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
  * wgmma): the block's rows (sRow; nothing to do for an empty tile), then for each (b, h)
  * of the CTA its query rows gathered into shared memory (gather_q(b, h), a cp.async
  * group) and one pipeline over the key sub-tiles of all the tile's runs
- * (load_k(run, g0, ko, stage) gathers one), running step(run, g0, tb, it, bh_off) on each
- * sub-tile `it` (gathered keys [g0, g0 + KT) of run, in ring stage it % STAGES, table
- * buffer tb) once its group is in; step syncs the CTA before it reads the stage, and the
+ * (load_k(run, g0, ko, stage) gathers one), running step(run, g0, tb, it, nrows, bh_off,
+ * vec) on each sub-tile `it` (gathered keys [g0, g0 + KT) of run, in ring stage it % STAGES,
+ * table buffer tb; vec: whether the scores take 16-byte stores, decided once) once its
+ * group is in; step syncs the CTA before it reads the stage, and the
  * CTA syncs after it before the stage is refilled. The first STAGES - 1 sub-tiles are issued
  * by the loop's first passes (`pre`): one inlined copy of the tables and the gather. */
 template <class GatherQ, class LoadK, class Step>
@@ -215,6 +216,7 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
   if (tile.nruns == 0 || nrows <= 0) return;
   const int64_t BH = P.shape.batch * P.shape.heads;
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
+  const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads, hk = h / P.shape.heads_per_kv;
     const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
@@ -233,7 +235,7 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
       }
       splat_cp_async_wait<SPLAT_STAGES - 1>();
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
-      step(run, (int32_t)(run.base + cs * SPLAT_KT), ci % SPLAT_STAGES, it, nrows, bh_off);
+      step(run, (int32_t)(run.base + cs * SPLAT_KT), ci % SPLAT_STAGES, it, nrows, bh_off, vec);
       __syncthreads(); /* stage `it` may be refilled */
       it++;
       if (++cs == run.ntiles * nsub_tile) {
@@ -246,12 +248,11 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
 
 /* A warp's scores of a sub-tile, acc (16 x KT, the m16n8 layout), written to its rows' ACSR
  * entries through its staging rows wo (for warps some of whose rows meet the sub-tile:
- * splat_warp_touches). */
+ * splat_warp_touches); vec as splat_sddmm_write. */
 SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[SPLAT_KT / 2],
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
                                 const int *sRow, int tb, int nrows, int warp, int lane, int32_t g0,
-                                int64_t bh_off) {
-  const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
+                                int64_t bh_off, bool vec) {
   splat_sddmm_stage(acc, P.scale, wo, lane);
   __syncwarp();
   splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
@@ -317,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
         splat_sddmm_load_k(P, run, g0, ko, sK + st * SPLAT_KT * SPLAT_LDS);
       },
-      [&](const splat_dev_run &, int32_t g0, int tb, int it, int nrows, int64_t bh_off) {
+      [&](const splat_dev_run &, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
         __syncthreads(); /* sub-tile `it` and its run's tables are in */
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
          * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
@@ -364,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           }
         }
 #endif
-        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off);
+        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
       });
 }
 

@@ -282,8 +282,8 @@ static void test_kernel_choice(void) {
         splat__kspec_tile_threads(a) == 384);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
   splat__kspec_names(a, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1_part"), "%s",
-         tile); /* every epilogue until splat__kspec_attn_epilogues */
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"), "%s",
+         tile); /* the plain epilogue until splat__kspec_attn_epilogues */
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 128 + 2 * 4 * 128) * 128 + 12 * 8 +
                                          4 * 128 * (16 + 4) + 4 * 4 * 16 + 2 * 128 * 4 + 2 * 48);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
@@ -291,8 +291,8 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 64);
   CHECK(a->wgmma == WS && a->kt == 64 && a->stages == 4);
   splat__kspec_names(a, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1_part"), "%s",
-         tile); /* every epilogue until splat__kspec_attn_epilogues */
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q128_k128_kt64_s4_seg1"), "%s",
+         tile); /* the plain epilogue until splat__kspec_attn_epilogues */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 192, 128, 0, "sm_90a", WS, 0, 128); /* tile_k 192 */
   CHECK(a->wgmma == WS && a->kt == 64);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
@@ -696,53 +696,72 @@ static void test_attn_passes(void) {
   unsetenv("SPLAT_ATTN_PASSES");
 }
 
-/* The warp-specialised kernel's epilogues: plain (staged only, no merge kernel, no "_part"
- * in its name, SPLAT_ATTN_PLAIN 1 in its prelude) for one pass without split tiles, the
- * "_part" kernel with its merge kernel otherwise; other attention kernels keep theirs. And
- * `splat codegen`'s view of a pattern: two passes for strided | window, a split only where
- * SPLAT_ATTN_SPLIT asks and there is one pass. */
+/* The attention tile kernels' epilogues (kernels/params.cuh SPLAT_EPI_*), one a kernel:
+ * plain for one pass without split tiles (no suffix, no merge kernel), "_split" with the
+ * merge kernel as a third program, "_pass1" with the "_pass2" kernel as a third program for
+ * two passes (which take precedence over a split); the same for the wgmma and mma.sync
+ * kernels; SPLAT_ATTN_EPI in each tile program's prelude. And `splat codegen`'s view of a
+ * pattern: two passes for strided | window, a split only where SPLAT_ATTN_SPLIT asks and
+ * there is one pass. */
 static void test_attn_epilogues(void) {
   unsetenv("SPLAT_ATTN_PASSES");
   unsetenv("SPLAT_ATTN_SPLIT");
-  splat__kspec sp[SPLAT__KOP_COUNT];
+  splat__kspec sp[SPLAT__KOP_COUNT], prog[SPLAT__KPROG_PER_OP];
   splat__kspec *a = &sp[SPLAT__KOP_ATTENTION];
-  char rows[160], tile[160], merge[160], *src = NULL;
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
-  CHECK(a->wgmma == SPLAT__WGMMA_WS && !a->plain);
-  for (int c = 0; c < 4; c++) {
-    const int two_pass = c & 1, split = c >> 1;
-    splat__kspec_attn_epilogues(sp, two_pass, split);
-    CHECK(a->plain == (c == 0));
-    CHECK(!sp[SPLAT__KOP_SDDMM].plain && !sp[SPLAT__KOP_SPMM].plain);
-    splat__kspec_names(a, rows, tile, sizeof rows);
-    splat__kspec_merge_name(a, merge, sizeof merge);
-    const char *want_tile = c == 0 ? "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1"
-                                   : "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1_part";
-    CHECKF(!strcmp(tile, want_tile), "%s", tile);
-    CHECKF(c == 0 ? merge[0] == '\0' : !strcmp(merge, "splat_attn_merge_bf16_d64"), "'%s'", merge);
-    a->program = SPLAT__KPROG_TILE;
-    CHECK(splat__kspec_source(a, &src) == SPLAT_OK);
-    if (src) {
-      CHECK(strstr(src, c == 0 ? "#define SPLAT_ATTN_PLAIN 1\n" : "#define SPLAT_ATTN_PLAIN 0\n"));
-      CHECK((strstr(src, "#define SPLAT_ATTN_MERGE_NAME") != NULL) == (c != 0));
+  char rows[160], tile[160], merge[160], name[176], want[176], *src = NULL;
+  const char *kinds[3] = {"sm_90a ws", "sm_90a wgmma", "sm_80"};
+  const char *bases[3] = {"splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg1",
+                          "splat_attn_wgmma_bf16_d64_q64_k128_kt64_s3_seg1",
+                          "splat_attn_tile_bf16_v_bf16_d64_q64_k128_kt64_s3_seg1"};
+  for (int kd = 0; kd < 3; kd++) {
+    splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, kd == 2 ? "sm_80" : "sm_90a",
+                      kd == 0 ? SPLAT__WGMMA_WS : SPLAT__WGMMA_SYNC, 0, 0);
+    for (int c = 0; c < 4; c++) {
+      const int two_pass = c & 1, split = c >> 1;
+      const int epi = two_pass ? SPLAT_EPI_PASS1 : split ? SPLAT_EPI_SPLIT : SPLAT_EPI_PLAIN;
+      splat__kspec_attn_epilogues(sp, two_pass, split);
+      CHECKF(a->epi == epi, "%s c %d: epilogue %d", kinds[kd], c, a->epi);
+      CHECK(sp[SPLAT__KOP_SDDMM].epi == 0 && sp[SPLAT__KOP_SPMM].epi == 0);
+      splat__kspec_names(a, rows, tile, sizeof rows);
+      splat__kspec_merge_name(a, merge, sizeof merge);
+      snprintf(want, sizeof want, "%s%s", bases[kd],
+               epi == SPLAT_EPI_PASS1   ? "_pass1"
+               : epi == SPLAT_EPI_SPLIT ? "_split"
+                                        : "");
+      CHECKF(!strcmp(tile, want), "%s: %s", kinds[kd], tile);
+      CHECKF(epi == SPLAT_EPI_SPLIT ? !strcmp(merge, "splat_attn_merge_bf16_d64") : !merge[0],
+             "'%s'", merge);
+      const int n = splat__kspec_programs(a, prog);
+      CHECKF(n == (epi == SPLAT_EPI_PLAIN ? 2 : 3), "%s c %d: %d programs", kinds[kd], c, n);
+      CHECK(splat__kspec_source(&prog[1], &src) == SPLAT_OK);
+      if (src) {
+        snprintf(want, sizeof want, "#define SPLAT_ATTN_EPI %d\n", epi);
+        CHECK(strstr(src, want) && !strstr(src, "SPLAT_ATTN_MERGE_NAME"));
+        free(src);
+        src = NULL;
+      }
+      if (n < 3) continue;
+      splat__kspec_program(&prog[2], name, sizeof name);
+      CHECK(splat__kspec_source(&prog[2], &src) == SPLAT_OK);
+      if (epi == SPLAT_EPI_PASS1) {
+        /* The second pass: the same kernel shape with the merging epilogue. */
+        snprintf(want, sizeof want, "%s_pass2.cu", bases[kd]);
+        CHECKF(prog[2].program == SPLAT__KPROG_PASS2 && prog[2].epi == SPLAT_EPI_PASS2 &&
+                   prog[2].warps == a->warps && prog[2].kt == a->kt && !strcmp(name, want),
+               "%s: %s", kinds[kd], name);
+        CHECK(src && strstr(src, "#define SPLAT_ATTN_EPI 3\n"));
+      } else {
+        /* The merge kernel alone: no row or tile kernel in its program. */
+        CHECKF(
+            prog[2].program == SPLAT__KPROG_MERGE && !strcmp(name, "splat_attn_merge_bf16_d64.cu"),
+            "%s: %s", kinds[kd], name);
+        CHECK(src && strstr(src, "#define SPLAT_ATTN_MERGE_NAME splat_attn_merge_bf16_d64\n") &&
+              !strstr(src, rows) && !strstr(src, bases[kd]));
+      }
       free(src);
       src = NULL;
     }
   }
-  /* The wgmma kernel (no warp specialisation) and mma.sync keep every epilogue. */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
-  splat__kspec_attn_epilogues(sp, 0, 0);
-  splat__kspec_merge_name(a, merge, sizeof merge);
-  a->program = SPLAT__KPROG_TILE;
-  CHECK(!a->plain && merge[0] && splat__kspec_source(a, &src) == SPLAT_OK);
-  if (src) {
-    CHECK(!strstr(src, "SPLAT_ATTN_PLAIN"));
-    free(src);
-    src = NULL;
-  }
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_80", SPLAT__WGMMA_WS, 0, 0);
-  splat__kspec_attn_epilogues(sp, 0, 0);
-  CHECK(!a->plain);
 
   /* splat__kspec_for_plan: the environment's kernel, the report's tile shape and lanes. */
   splat_pattern *pat = NULL;
@@ -809,7 +828,8 @@ static void prelude_only(char *src) {
  * decide (so plans with other tile kernels or segment counts share it), and its tile
  * kernel's, each source holding its own kernels only. */
 static void test_kernel_programs(void) {
-  splat__kspec sp[SPLAT__KOP_COUNT], other[SPLAT__KOP_COUNT], prog[2], oprog[2];
+  splat__kspec sp[SPLAT__KOP_COUNT], other[SPLAT__KOP_COUNT], prog[SPLAT__KPROG_PER_OP],
+      oprog[SPLAT__KPROG_PER_OP];
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
   splat__kspec_attn_epilogues(sp, 0, 0);
   splat__kspec_plan(other, SPLAT_BF16, 64, 3, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);

@@ -60,11 +60,12 @@ static void *worker(void *arg) {
   }
 }
 
-/* The programs of a spec for arch (its row kernel's, and its tile kernel's when it has one:
- * kgen.h); a row program already queued for arch (specs differing only in their tile
- * kernels share it) is compiled once. */
-static void add_arch(const splat__kspec *s, const char *arch) {
-  splat__kspec prog[2];
+/* The programs of a spec for arch (its row kernel's, its tile kernel's when it has one,
+ * and an attention tile kernel's second pass or merge kernel: kgen.h); a program already
+ * queued for arch (specs differing only in their tile kernels share the row and merge
+ * programs) is compiled once. */
+static void add_program(const splat__kspec *s, const char *arch) {
+  splat__kspec prog[SPLAT__KPROG_PER_OP];
   const int np = splat__kspec_programs(s, prog);
   for (int i = 0; i < np; i++) {
     char *src = NULL;
@@ -88,6 +89,21 @@ static void add_arch(const splat__kspec *s, const char *arch) {
     jb->spec = prog[i];
     jb->arch = arch;
     jb->src = src;
+  }
+}
+
+/* A spec's programs for arch; an attention spec with a tile kernel with each of its
+ * epilogues (kernels/params.cuh SPLAT_EPI_*: one pass, split tiles, and the two passes). */
+static void add_arch(const splat__kspec *s, const char *arch) {
+  if (s->op != SPLAT__KOP_ATTENTION || !s->tile) {
+    add_program(s, arch);
+    return;
+  }
+  const int epis[3] = {SPLAT_EPI_PLAIN, SPLAT_EPI_SPLIT, SPLAT_EPI_PASS1};
+  for (int e = 0; e < 3; e++) {
+    splat__kspec v = *s;
+    v.epi = epis[e];
+    add_program(&v, arch);
   }
 }
 
@@ -140,24 +156,13 @@ int main(void) {
         if (splat__kspec_use_sddmm_wgmma(&wf, 0)) add_arch(&wf, "sm_90a");
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
          * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where
-         * its default is 128, and plain (one pass, no split tiles: its staged epilogue only)
-         * beside its "_part" kernel. */
+         * its default is 128. */
         for (int kind = SPLAT__WGMMA_SYNC; kind <= SPLAT__WGMMA_WS; kind++) {
           for (int wgs = 1; wgs <= 2; wgs++) {
             splat__kspec w = s;
-            if (splat__kspec_use_wgmma(&w, kind, wgs, 0)) {
-              add_arch(&w, "sm_90a");
-              splat__kspec plain = w;
-              plain.plain = 1;
-              if (kind == SPLAT__WGMMA_WS) add_arch(&plain, "sm_90a");
-            }
+            if (splat__kspec_use_wgmma(&w, kind, wgs, 0)) add_arch(&w, "sm_90a");
             splat__kspec w64 = s;
-            if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) {
-              add_arch(&w64, "sm_90a");
-              splat__kspec plain64 = w64;
-              plain64.plain = 1;
-              if (kind == SPLAT__WGMMA_WS) add_arch(&plain64, "sm_90a");
-            }
+            if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) add_arch(&w64, "sm_90a");
           }
         }
       }
@@ -173,25 +178,26 @@ int main(void) {
   printf("%-58s %-7s %4s %6s %6s %7s\n", "kernel", "arch", "regs", "spills", "stack", "smem");
   for (int j = 0; j < njobs; j++) {
     job *jb = &jobs[j];
-    char rows[160], tile[160], merge[160];
+    char rows[160], tile[160], merge[160], kernel[160], program[176];
     splat__kspec_names(&jb->spec, rows, tile, sizeof rows);
     splat__kspec_merge_name(&jb->spec, merge, sizeof merge);
-    CHECKF(jb->st == SPLAT_OK, "%s (%s) failed to compile:\n%s",
-           jb->spec.program == SPLAT__KPROG_TILE ? tile : rows, jb->arch,
+    splat__kspec_kernel(&jb->spec, kernel, sizeof kernel);
+    splat__kspec_program(&jb->spec, program, sizeof program);
+    CHECKF(jb->st == SPLAT_OK, "%s (%s) failed to compile:\n%s", program, jb->arch,
            jb->log ? jb->log : "(no log)");
     if (jb->st == SPLAT_OK) {
       /* E.g. a wgmma behind a branch after its fence: each waits for the previous. */
       CHECKF(!strstr(jb->log, "Potential Performance Loss: wgmma"),
-             "%s (%s): ptxas serialises wgmma (its C7518 / C7520 note):\n%s",
-             jb->spec.program == SPLAT__KPROG_TILE ? tile : rows, jb->arch, jb->log);
-      if (jb->spec.program == SPLAT__KPROG_TILE) {
-        report(jb, tile, splat__kspec_tile_smem(&jb->spec));
-        report(jb, merge, 0);
-        /* The row kernel is the other program's (its compile is not on this one's path). */
-        CHECKF(!strstr(jb->log, rows), "%s (%s): the tile program also compiled %s", tile, jb->arch,
-               rows);
-      } else {
-        report(jb, rows, 0);
+             "%s (%s): ptxas serialises wgmma (its C7518 / C7520 note):\n%s", program, jb->arch,
+             jb->log);
+      report(jb, kernel, splat__kspec_tile_smem(&jb->spec)); /* 0 for row and merge programs */
+      /* Each program compiles its one kernel: the others are not on its path. */
+      const char *others[3] = {rows, tile, merge};
+      for (int o = 0; o < 3; o++) {
+        if (others[o][0] && strcmp(others[o], kernel)) {
+          CHECKF(!strstr(jb->log, others[o]), "%s (%s): the program also compiled %s", program,
+                 jb->arch, others[o]);
+        }
       }
     }
     free(jb->src);

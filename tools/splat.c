@@ -657,7 +657,8 @@ static int cmd_codegen(int argc, char **argv) {
         two_pass ? "two passes"
         : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
                  : "one pass");
-  /* Every selected program (an op's row kernel, and its tile kernel when it has one) is
+  /* Every selected program (an op's row kernel, its tile kernel when it has one, and an
+   * attention tile kernel's second pass or merge kernel) is
    * compiled (or read from the caches) concurrently, as plan creation does; each one's time
    * is its own, the total is the wall time. */
   splat__kspec sel[SPLAT__KPROG_MAX];
@@ -678,9 +679,8 @@ static int cmd_codegen(int argc, char **argv) {
   int rc = 0;
   for (int i = 0; i < nsel; i++) {
     const splat__kspec *s = &sel[i];
-    char rows[160], tile[160], merge[160], program[176], *src = NULL;
-    splat__kspec_names(s, rows, tile, sizeof rows);
-    splat__kspec_merge_name(s, merge, sizeof merge);
+    char kernel[160], program[176], *src = NULL;
+    splat__kspec_kernel(s, kernel, sizeof kernel);
     splat__kspec_program(s, program, sizeof program);
     st = splat__kspec_source(s, &src);
     if (st != SPLAT_OK) return fail("generating the source", st, NULL);
@@ -689,12 +689,8 @@ static int cmd_codegen(int argc, char **argv) {
       const splat__kcompiled *k = &got[i];
       printf("// ======== %s for %s: %s in %.1f ms, cubin %zu bytes\n", program, arch,
              splat__cache_hit_name(k->hit), k->ms, k->bin.cubin_size);
-      if (s->program == SPLAT__KPROG_TILE) {
-        print_ptxas(k->bin.log, tile, arch, splat__kspec_tile_smem(s));
-        if (merge[0]) print_ptxas(k->bin.log, merge, arch, 0);
-      } else {
-        print_ptxas(k->bin.log, rows, arch, 0);
-      }
+      /* dynamic shared memory: 0 for row and merge programs */
+      print_ptxas(k->bin.log, kernel, arch, splat__kspec_tile_smem(s));
     }
     free(src);
   }

@@ -96,9 +96,10 @@ struct splat__cuda_plan {
   splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
   int persistent;         /* the warp-specialised kernel's grid: persistent (1) or per item */
   splat__kspec spec[SPLAT__KOP_COUNT];
-  CUmodule mod[SPLAT__KOP_COUNT][2]; /* the op's row and tile programs (SPLAT__KPROG_*) */
+  CUmodule mod[SPLAT__KOP_COUNT][SPLAT__KPROG_KINDS]; /* the op's programs (SPLAT__KPROG_*) */
   CUfunction rows[SPLAT__KOP_COUNT];
   CUfunction tile[SPLAT__KOP_COUNT]; /* NULL when the op has no usable tile kernel */
+  CUfunction attn_pass2;             /* two-pass plans: the second pass's attention tile kernel */
   int tile_smem[SPLAT__KOP_COUNT];
 };
 
@@ -201,8 +202,8 @@ static int plan_fits_int32(const splat__tile_plan *t) {
 }
 
 /* How the fused attention's tile kernel runs a plan, decided before its kernels are
- * specialised (a plan of one pass without split tiles gets the plain warp-specialised
- * kernel, kgen.h splat__kspec_attn_epilogues): its two passes where they compute less
+ * specialised (each carries the one epilogue the layout needs, kgen.h
+ * splat__kspec_attn_epilogues): its two passes where they compute less
  * (attn_passes.h; npass 0: one), and SPLAT_ATTN_SPLIT's key tiles per chunk (0: no split). */
 typedef struct attn_layout {
   splat__tile_plan pass[2];
@@ -368,34 +369,28 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
 }
 
 /* Loads one program of op (prog: its spec, SPLAT__KPROG_*) from its CUBIN and finds the
- * kernels it holds; logs where the CUBIN came from and how long getting and loading took. */
+ * kernel it holds; logs where the CUBIN came from and how long getting and loading took. */
 static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kspec *prog,
                                 const splat__kcompiled *k) {
-  const splat__kspec *s = &p->spec[op];
-  char rows[160], tile[160], merge[160];
-  splat__kspec_names(s, rows, tile, sizeof rows);
-  splat__kspec_merge_name(s, merge, sizeof merge);
+  char kernel[160];
+  splat__kspec_kernel(prog, kernel, sizeof kernel);
   const double t0 = splat__now_ms();
-  CUmodule *mod = &p->mod[op][prog->program];
+  const int g = prog->program;
+  CUmodule *mod = &p->mod[op][g];
+  CUfunction *f = g == SPLAT__KPROG_ROWS    ? &p->rows[op]
+                  : g == SPLAT__KPROG_MERGE ? &p->merge
+                  : g == SPLAT__KPROG_TILE  ? &p->tile[op]
+                                            : &p->attn_pass2;
   splat_status st = splat__cuda_check(drv->cuModuleLoadData(mod, k->bin.cubin), "cuModuleLoadData");
-  if (st == SPLAT_OK && prog->program == SPLAT__KPROG_ROWS) {
-    st = splat__cuda_check(drv->cuModuleGetFunction(&p->rows[op], *mod, rows),
-                           "cuModuleGetFunction (row kernel)");
+  if (st == SPLAT_OK) {
+    st = splat__cuda_check(drv->cuModuleGetFunction(f, *mod, kernel), "cuModuleGetFunction");
   }
-  if (st == SPLAT_OK && prog->program == SPLAT__KPROG_TILE && merge[0]) {
-    st = splat__cuda_check(drv->cuModuleGetFunction(&p->merge, *mod, merge),
-                           "cuModuleGetFunction (merge kernel)");
-  }
-  if (st == SPLAT_OK && prog->program == SPLAT__KPROG_TILE) {
-    p->tile_smem[op] = splat__kspec_tile_smem(s);
-    st = splat__cuda_check(drv->cuModuleGetFunction(&p->tile[op], *mod, tile),
-                           "cuModuleGetFunction (tile kernel)");
-    if (st == SPLAT_OK) {
-      st = splat__cuda_check(
-          drv->cuFuncSetAttribute(p->tile[op], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  p->tile_smem[op]),
-          "cuFuncSetAttribute (dynamic shared memory of the tile kernel)");
-    }
+  if (st == SPLAT_OK && (g == SPLAT__KPROG_TILE || g == SPLAT__KPROG_PASS2)) {
+    p->tile_smem[op] = splat__kspec_tile_smem(prog); /* both passes' kernels: one layout */
+    st = splat__cuda_check(
+        drv->cuFuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                p->tile_smem[op]),
+        "cuFuncSetAttribute (dynamic shared memory of the tile kernel)");
   }
   if (st != SPLAT_OK) return st;
   splat__log(SPLAT__LOG_INFO, "plan kernel %s for %s: %s, got in %.2f ms, loaded in %.2f ms",
@@ -441,7 +436,7 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
   if (!p) return;
   if (push(p->cu) == SPLAT_OK) {
     for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
-      for (int g = 0; g < 2; g++) {
+      for (int g = 0; g < SPLAT__KPROG_KINDS; g++) {
         if (p->mod[op][g]) drv->cuModuleUnload(p->mod[op][g]);
       }
     }
@@ -545,7 +540,7 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
 
 /* Tile kernel of op: grid (query tiles, batch x heads, row blocks), where a CTA of
  * 16 x warps rows takes one row block of a query tile (tile_q / (16 x warps) blocks). */
-static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t ntiles,
+static splat_status launch_tile(const splat_plan *plan, splat__kop op, CUfunction f, int64_t ntiles,
                                 splat_stream stream, void *params) {
   const splat__cuda_plan *p = plan->cuda;
   if (ntiles == 0) return SPLAT_OK;
@@ -571,13 +566,13 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, int64_t n
                        : prm->work;
     if (ctas > prm->work) ctas = prm->work;
     if (ctas > INT32_MAX) ctas = INT32_MAX;
-    CU(drv->cuLaunchKernel(p->tile[op], (unsigned)ctas, 1, 1,
+    CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1,
                            (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
                            (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
        "cuLaunchKernel");
     return SPLAT_OK;
   }
-  CU(drv->cuLaunchKernel(p->tile[op], (unsigned)ntiles, grid_y(plan), gz,
+  CU(drv->cuLaunchKernel(f, (unsigned)ntiles, grid_y(plan), gz,
                          (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
                          (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
      "cuLaunchKernel");
@@ -650,26 +645,27 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   }
   if (p->tile[op] && tile_ok) {
     *shape = dev_shape(plan, 0, 0);
-    const splat__kspec *as = &p->spec[op];
-    if (op == SPLAT__KOP_ATTENTION && as->wgmma == SPLAT__WGMMA_WS && as->plain &&
-        (p->npass || p->nmerge)) {
-      /* The plain kernel has no partial-result epilogues (kernels/attention_ws.cuh). */
+    const int epi = p->spec[op].epi;
+    if (op == SPLAT__KOP_ATTENTION && (p->npass    ? epi != SPLAT_EPI_PASS1 || !p->attn_pass2
+                                       : p->nmerge ? epi != SPLAT_EPI_SPLIT || !p->merge
+                                                   : epi == SPLAT_EPI_PASS1)) {
+      /* Each attention tile kernel carries one epilogue (kernels/params.cuh SPLAT_EPI_*). */
       st = splat__fail(SPLAT_ERR_INTERNAL,
-                       "splat_attention: the plan's plain attention kernel cannot run two passes "
-                       "or split tiles");
+                       "splat_attention: the plan's attention tile kernel (epilogue %d) does not "
+                       "match its layout (%d passes, %lld split tiles)",
+                       epi, p->npass, (long long)p->nmerge);
     } else if (op == SPLAT__KOP_ATTENTION && p->npass) {
       /* Two passes: the first leaves its rows' partial results, the second merges them. */
       splat_attention_params *prm = params;
       for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {
         prm->pat = p->pass_pat[k];
-        prm->pass = k + 1;
-        st = launch_tile(plan, op, p->pass_ntiles[k], stream, params);
+        st = launch_tile(plan, op, k ? p->attn_pass2 : p->tile[op], p->pass_ntiles[k], stream,
+                         params);
       }
       prm->pat = p->pat;
-      prm->pass = 0;
     } else {
-      st = launch_tile(plan, op, op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream,
-                       params);
+      st = launch_tile(plan, op, p->tile[op],
+                       op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream, params);
     }
     /* Split attention tiles: merge the chunks' partial results. */
     if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {
@@ -756,7 +752,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   memset(&prm, 0, sizeof prm);
   const splat__kspec *as = &p->spec[SPLAT__KOP_ATTENTION];
   int tile_ok = tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v);
-  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS && as->plain && !out_vec_ok(out)) {
+  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS && as->epi == SPLAT_EPI_PLAIN && !out_vec_ok(out)) {
     /* The plain kernel stores 16-byte chunks only (its other stores cost its fast path
      * time): outputs that cannot take them run on the row kernel. */
     splat__log(SPLAT__LOG_DEBUG,

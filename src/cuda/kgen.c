@@ -99,6 +99,14 @@ int splat__kspec_table_segs(const splat_report *r) {
   return n;
 }
 
+/* The attention tile kernel's name ends in its epilogue (none for PLAIN). */
+static const char *epi_suffix(int epi) {
+  return epi == SPLAT_EPI_SPLIT   ? "_split"
+         : epi == SPLAT_EPI_PASS1 ? "_pass1"
+         : epi == SPLAT_EPI_PASS2 ? "_pass2"
+                                  : "";
+}
+
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap) {
   const char *on = op_name(s->op);
   if (s->op == SPLAT__KOP_SOFTMAX) {
@@ -111,11 +119,11 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
   if (s->tile && s->wgmma && s->op == SPLAT__KOP_ATTENTION) {
     snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s",
              s->wgmma == SPLAT__WGMMA_WS ? "ws" : "wgmma", dname(s->dt), s->head_dim, 16 * s->warps,
-             s->tile_k, s->kt, s->stages, s->max_segs,
-             s->wgmma == SPLAT__WGMMA_WS && !s->plain ? "_part" : "");
+             s->tile_k, s->kt, s->stages, s->max_segs, epi_suffix(s->epi));
   } else if (s->tile) {
     char w[16] = "";
     if (s->op == SPLAT__KOP_SDDMM) snprintf(w, sizeof w, "_w%d", s->write_lanes);
+    if (s->op == SPLAT__KOP_ATTENTION) snprintf(w, sizeof w, "%s", epi_suffix(s->epi));
     snprintf(tile, cap, "splat_%s_%s_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s", on,
              s->wgmma ? "wgmma" : "tile", dname(s->dt), dname(s->vdt), s->head_dim, 16 * s->warps,
              s->tile_k, s->kt, s->stages, s->max_segs, w);
@@ -125,7 +133,8 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
 }
 
 void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap) {
-  if (s->op == SPLAT__KOP_ATTENTION && s->tile && !(s->wgmma == SPLAT__WGMMA_WS && s->plain)) {
+  if (s->op == SPLAT__KOP_ATTENTION &&
+      (s->program == SPLAT__KPROG_MERGE || (s->tile && s->epi == SPLAT_EPI_SPLIT))) {
     snprintf(buf, cap, "splat_attn_merge_%s_d%d", dname(s->dt), s->head_dim);
   } else if (cap) {
     buf[0] = '\0';
@@ -321,7 +330,10 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
 
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
   splat__kspec *s = &specs[SPLAT__KOP_ATTENTION];
-  s->plain = s->tile && s->wgmma == SPLAT__WGMMA_WS && !two_pass && !split;
+  s->epi = !s->tile   ? SPLAT_EPI_PLAIN
+           : two_pass ? SPLAT_EPI_PASS1
+           : split    ? SPLAT_EPI_SPLIT
+                      : SPLAT_EPI_PLAIN;
 }
 
 /* The row kernel's program of an op: the fields its kernel depends on, every other field at
@@ -339,33 +351,60 @@ int splat__kspec_programs(const splat__kspec *s, splat__kspec *out) {
   if (!s->tile) return 1;
   out[1] = *s;
   out[1].program = SPLAT__KPROG_TILE;
-  return 2;
+  if (s->op != SPLAT__KOP_ATTENTION || s->epi == SPLAT_EPI_PLAIN) return 2;
+  if (s->epi == SPLAT_EPI_PASS1) {
+    out[2] = *s;
+    out[2].epi = SPLAT_EPI_PASS2;
+    out[2].program = SPLAT__KPROG_PASS2;
+  } else {
+    out[2] = rows_program(s); /* the merge kernel depends on what the row kernel does */
+    out[2].program = SPLAT__KPROG_MERGE;
+  }
+  return 3;
+}
+
+/* Whether a spec's program is one of the op's tile kernels. */
+static int is_tile_program(const splat__kspec *s) {
+  return s->tile && (s->program == SPLAT__KPROG_TILE || s->program == SPLAT__KPROG_PASS2);
+}
+
+void splat__kspec_kernel(const splat__kspec *s, char *buf, size_t cap) {
+  char rows[160], tile[160], merge[160];
+  splat__kspec_names(s, rows, tile, sizeof rows);
+  splat__kspec_merge_name(s, merge, sizeof merge);
+  snprintf(buf, cap, "%s",
+           is_tile_program(s)                 ? tile
+           : s->program == SPLAT__KPROG_MERGE ? merge
+                                              : rows);
 }
 
 void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
-  char rows[160], tile[160];
-  splat__kspec_names(s, rows, tile, sizeof rows);
-  snprintf(buf, cap, "%s.cu", s->program == SPLAT__KPROG_TILE && s->tile ? tile : rows);
+  char kernel[160];
+  splat__kspec_kernel(s, kernel, sizeof kernel);
+  snprintf(buf, cap, "%s.cu", kernel);
 }
 
 /* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
  * launch gives the tile kernel, which each tile kernel static_asserts against its own
- * layout), then the kernel names (row, merge, tile), the flags of some kernels
- * (SPLAT_ATTN_PLAIN, SPLAT_WLPR) and which kernels the program leaves out (SPLAT_NO_ROWS or
- * SPLAT_NO_TILE); kept alive for splat__codegen. */
+ * layout), then the kernel names (row and tile; the merge program: its kernel's only), the
+ * flags of some kernels (SPLAT_ATTN_EPI, SPLAT_WLPR) and which kernels the program leaves
+ * out (SPLAT_NO_ROWS or SPLAT_NO_TILE); kept alive for splat__codegen. */
 enum { NINT = 11, NDEF = NINT + 6 };
 
 splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
-  const int tile_program = spec->program == SPLAT__KPROG_TILE && spec->tile;
-  const splat__kspec rows_only = rows_program(spec);
+  const int tile_program = is_tile_program(spec);
+  const int merge_program = spec->program == SPLAT__KPROG_MERGE;
+  splat__kspec rows_only = rows_program(spec);
+  rows_only.program = spec->program;
   const splat__kspec *s = tile_program ? spec : &rows_only;
-  char rows[160], tile[160], comment[1024];
+  char rows[160], tile[160], merge[160], comment[1024];
   splat__kspec_names(s, rows, tile, sizeof rows);
+  splat__kspec_merge_name(s, merge, sizeof merge);
   const char *N = s->op == SPLAT__KOP_SDDMM     ? "SDDMM"
                   : s->op == SPLAT__KOP_SOFTMAX ? "SOFTMAX"
                   : s->op == SPLAT__KOP_SPMM    ? "SPMM"
                                                 : "ATTN";
-  char tile_words[400] = "";
+  char tile_words[512] = "";
   if (s->tile) {
     snprintf(tile_words, sizeof tile_words,
              "; tensor-core tile kernel %s on %s (%d warps = %d query rows per CTA, key tile %d "
@@ -379,10 +418,22 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
                                               : "mma.sync",
              s->warps, 16 * s->warps, s->tile_k, s->kt, s->stages, splat__kspec_tile_smem(s));
   }
+  if (s->tile && s->op == SPLAT__KOP_ATTENTION) {
+    const size_t used = strlen(tile_words);
+    snprintf(tile_words + used, sizeof tile_words - used, ", %s",
+             s->epi == SPLAT_EPI_SPLIT   ? "with the partial results of split tiles' chunks"
+             : s->epi == SPLAT_EPI_PASS1 ? "pass 1 of two (every row's partial result left)"
+             : s->epi == SPLAT_EPI_PASS2 ? "pass 2 of two (pass 1's partial results merged)"
+                                         : "one pass, no split tiles");
+  }
   char rows_words[300];
   if (tile_program) {
     snprintf(rows_words, sizeof rows_words, "the tile kernel's program (row kernel %s: its own)",
              rows);
+  } else if (merge_program) {
+    snprintf(rows_words, sizeof rows_words,
+             "merge kernel %s of split tiles (their chunks' partial results to the outputs)",
+             merge);
   } else {
     snprintf(rows_words, sizeof rows_words, "row kernel %s (%d warps, one row per warp)", rows,
              s->row_warps);
@@ -411,7 +462,7 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
                                  "SPLAT_HEAD_DIM",  "SPLAT_MAX_SEGS", "SPLAT_WARPS",
                                  "SPLAT_KT",        "SPLAT_TILE_K",   "SPLAT_STAGES",
                                  "SPLAT_ROW_WARPS", "SPLAT_TILE_SMEM"};
-  char text[NINT][16], rows_name[48], tile_name[48], merge[160], lanes[16], plain[4];
+  char text[NINT][16], rows_name[48], tile_name[48], lanes[16], epi[4];
   splat__define defs[NDEF];
   int n = 0;
   for (int i = 0; i < NINT; i++, n++) {
@@ -419,18 +470,18 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     defs[n].name = inames[i];
     defs[n].value = text[i];
   }
+  if (merge_program) {
+    defs[n].name = "SPLAT_ATTN_MERGE_NAME";
+    defs[n++].value = merge;
+    return splat__codegen("attention_merge.cuh", defs, n, comment, out);
+  }
   snprintf(rows_name, sizeof rows_name, "SPLAT_%s_ROWS_NAME", N);
   defs[n].name = rows_name;
   defs[n++].value = rows;
-  splat__kspec_merge_name(s, merge, sizeof merge);
-  if (merge[0]) {
-    defs[n].name = "SPLAT_ATTN_MERGE_NAME";
-    defs[n++].value = merge;
-  }
-  if (s->op == SPLAT__KOP_ATTENTION && s->tile && s->wgmma == SPLAT__WGMMA_WS) {
-    snprintf(plain, sizeof plain, "%d", s->plain);
-    defs[n].name = "SPLAT_ATTN_PLAIN";
-    defs[n++].value = plain;
+  if (s->op == SPLAT__KOP_ATTENTION && tile_program) {
+    snprintf(epi, sizeof epi, "%d", s->epi);
+    defs[n].name = "SPLAT_ATTN_EPI";
+    defs[n++].value = epi;
   }
   if (s->op == SPLAT__KOP_SDDMM && tile_program) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);

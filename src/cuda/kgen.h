@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "../../kernels/params.cuh" /* SPLAT_EPI_* */
 #include "splat.h"
 
 typedef enum splat__kop {
@@ -35,17 +36,26 @@ typedef struct splat__kspec {
   int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
                     * means sddmm_wgmma.cuh */
   int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 8 */
-  int plain;       /* warp-specialised attention kernel: 1 = its staged epilogue only (one
-                    * pass, no split tiles), 0 = also the partial results of two-pass plans
-                    * and split tiles (the "_part" kernel, with the merge kernel) */
+  int epi;         /* attention tile kernel: its one epilogue (kernels/params.cuh SPLAT_EPI_*:
+                    * PLAIN for one pass without split tiles, SPLIT, or PASS1 for two-pass
+                    * plans, whose second pass is a PASS2 kernel of its own) */
   int program;     /* which of the op's kernels a source holds (SPLAT__KPROG_*) */
 } splat__kspec;
 
-/* An op's kernels compile as separate programs, concurrently: its row kernel's, and, when
- * it has one, its tile kernel's (with the merge kernel of split attention tiles). The row
- * kernel's program depends on the op, dtypes and head_dim only, so plans that differ in
- * their tile kernels or segment counts share it in the cache. */
-enum { SPLAT__KPROG_ROWS = 0, SPLAT__KPROG_TILE = 1, SPLAT__KPROG_MAX = 2 * SPLAT__KOP_COUNT };
+/* An op's kernels compile as separate programs, concurrently: its row kernel's; when it has
+ * one, its tile kernel's; for the attention tiles of two-pass plans, the second pass's tile
+ * kernel's (SPLAT__KPROG_PASS2), and of split plans, the merge kernel's. The row and merge
+ * kernels' programs depend on the op, dtypes and head_dim only, so plans that differ in
+ * their tile kernels or segment counts share them in the cache. */
+enum {
+  SPLAT__KPROG_ROWS = 0,
+  SPLAT__KPROG_TILE = 1,
+  SPLAT__KPROG_PASS2 = 2,
+  SPLAT__KPROG_MERGE = 3,
+  SPLAT__KPROG_KINDS = 4,
+  SPLAT__KPROG_PER_OP = 3, /* programs an op has at most */
+  SPLAT__KPROG_MAX = 8     /* a plan's at most: SDDMM 2, softmax 1, SpMM 2, attention 3 */
+};
 
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
  * and attention_wgmma.cuh (SPLAT_ATTN_WS=0, and where the other does not fit). */
@@ -67,8 +77,9 @@ int splat__kspec_table_segs(const splat_report *r);
  * when !s->tile. */
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
 
-/* The merge kernel of split tiles (attention specs with a tile kernel): its name, e.g.
- * "splat_attn_merge_bf16_d64", or "" for other specs. buf: host, cap chars. */
+/* The merge kernel of split tiles (attention specs with a SPLAT_EPI_SPLIT tile kernel, and
+ * the merge program's spec): its name, e.g. "splat_attn_merge_bf16_d64", or "" for other
+ * specs. buf: host, cap chars. */
 void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
 
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
@@ -156,23 +167,30 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
 splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch);
 
-/* The warp-specialised attention kernel's epilogues: plain (the staged one only: ~15% less
- * compile time) unless the plan runs two passes (two_pass) or may split its tiles (split:
- * SPLAT_ATTN_SPLIT > 0). Other specs are left alone. */
+/* The attention tile kernel's epilogue (splat__kspec.epi): PASS1 when the plan runs two
+ * passes (two_pass), SPLIT when it may split its tiles (split: SPLAT_ATTN_SPLIT > 0), else
+ * PLAIN (for the warp-specialised kernel the staged epilogue only: ~15% less compile
+ * time). Other specs are left alone. */
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split);
 
-/* The programs of an op's spec s (SPLAT__KPROG_ROWS, then SPLAT__KPROG_TILE when s->tile)
- * to out[0..), which holds 2; returns how many. */
+/* The programs of an op's spec s to out[0..), which holds SPLAT__KPROG_PER_OP: ROWS, then
+ * TILE when s->tile, then PASS2 (the spec with epilogue PASS2) when its epilogue is PASS1,
+ * or MERGE when it is SPLIT; returns how many. */
 int splat__kspec_programs(const splat__kspec *s, splat__kspec *out);
 
-/* The program name of a spec's source in compile logs, the cache and dumps: the name of
- * the kernel it holds (its row or tile kernel) + ".cu". buf: host, cap chars. */
+/* The one kernel a spec's program (s->program) holds: its row, tile or merge kernel's
+ * name. buf: host, cap chars. */
+void splat__kspec_kernel(const splat__kspec *s, char *buf, size_t cap);
+
+/* The program name of a spec's source in compile logs, the cache and dumps: its kernel's
+ * name (splat__kspec_kernel) + ".cu". buf: host, cap chars. */
 void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap);
 
-/* The source of the spec's program (s->program: a tile program when SPLAT__KPROG_TILE,
- * else the row kernel's) through splat__codegen: a comment stating the spec in words, the
- * #define prelude of the spec, then the op's embedded template (which includes
- * common.cuh and params.cuh). *out: malloc'd, caller frees. Fails as splat__codegen. */
+/* The source of the spec's program (s->program: a tile program when SPLAT__KPROG_TILE or
+ * _PASS2, the merge kernel's when _MERGE, else the row kernel's) through splat__codegen: a
+ * comment stating the spec in words, the #define prelude of the spec, then the embedded
+ * template (which includes common.cuh and params.cuh). *out: malloc'd, caller frees.
+ * Fails as splat__codegen. */
 splat_status splat__kspec_source(const splat__kspec *s, char **out);
 
 #endif

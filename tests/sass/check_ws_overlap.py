@@ -22,17 +22,21 @@ import sys
 import sysconfig
 import tempfile
 
-# (what, environment, head_dim, keys per sub-tile)
+WINDOW, TWO_PASS = "window(256)", "strided(64) | window(64)"
+# (what, environment, spec, head_dim, keys per sub-tile, the kernel's name ends in)
 CONFIGS = [
-    ("d64, 128-key sub-tiles (the default)", {}, 64, 128),
-    ("d64, 64-key sub-tiles", {"SPLAT_ATTN_KT": "64"}, 64, 64),
-    ("d128", {}, 128, 64),
-    ("d64, one consumer warpgroup", {"SPLAT_ATTN_WARPGROUPS": "1"}, 64, 64),
-    # The _part kernel (every epilogue: two-pass plans, split tiles), asked for by a split.
-    ("d64, the _part kernel", {"SPLAT_ATTN_SPLIT": "2"}, 64, 128),
-    ("d128, the _part kernel", {"SPLAT_ATTN_SPLIT": "2"}, 128, 64),
+    ("d64, 128-key sub-tiles (the default)", {}, WINDOW, 64, 128, "_seg1"),
+    ("d64, 64-key sub-tiles", {"SPLAT_ATTN_KT": "64"}, WINDOW, 64, 64, "_seg1"),
+    ("d128", {}, WINDOW, 128, 64, "_seg1"),
+    ("d64, one consumer warpgroup", {"SPLAT_ATTN_WARPGROUPS": "1"}, WINDOW, 64, 64, "_seg1"),
+    # The other epilogues (kernels/params.cuh SPLAT_EPI_*): split tiles' chunks, asked for
+    # by a split, and the passes of a two-pass plan, whose second merges the first's rows.
+    ("d64, the _split kernel", {"SPLAT_ATTN_SPLIT": "2"}, WINDOW, 64, 128, "_split"),
+    ("d128, the _split kernel", {"SPLAT_ATTN_SPLIT": "2"}, WINDOW, 128, 64, "_split"),
+    ("d64, the _pass1 kernel", {}, TWO_PASS, 64, 128, "_pass1"),
+    ("d64, the _pass2 kernel", {}, TWO_PASS, 64, 128, "_pass2"),
+    ("d128, the _pass2 kernel", {}, TWO_PASS, 128, 64, "_pass2"),
 ]
-SPEC = "window(256)"
 
 
 def find_nvdisasm(given):
@@ -48,19 +52,22 @@ def find_nvdisasm(given):
     sys.exit("check_ws_overlap: nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
 
 
-def ws_sass(splat, nvdisasm, env_extra, head_dim, work):
-    """The SASS lines of the warp-specialised tile kernel of SPEC's attention module."""
+def ws_sass(splat, nvdisasm, env_extra, spec, head_dim, suffix, work):
+    """The SASS lines of the warp-specialised tile kernel, named ...suffix, of spec's
+    attention."""
     dump, cache = os.path.join(work, "dump"), os.path.join(work, "cache")
     shutil.rmtree(dump, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
     env = dict(os.environ, SPLAT_DUMP_DIR=dump, SPLAT_CACHE_DIR=cache, **env_extra)
-    subprocess.run([splat, "codegen", SPEC, "--seq", "4096", "--head-dim", str(head_dim),
+    subprocess.run([splat, "codegen", spec, "--seq", "4096", "--head-dim", str(head_dim),
                     "--dtype", "bf16", "--arch", "sm_90a", "--op", "attention"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
-    # The attention's tile program (its row kernel is a program of its own).
-    ptx = glob.glob(os.path.join(dump, "splat_attn_ws_*.ptx"))
+    # The tile program asked for (the row, merge and other pass's kernels are programs of
+    # their own); a dump is named program-hash.ptx.
+    ptx = glob.glob(os.path.join(dump, f"splat_attn_ws_*{suffix}-*.ptx"))
     if len(ptx) != 1:
-        sys.exit(f"check_ws_overlap: expected one dumped PTX of the tile program, found {ptx}")
+        sys.exit(f"check_ws_overlap: expected one dumped PTX of a *{suffix} tile program, "
+                 f"found {ptx}")
     cubin = os.path.join(work, "module.cubin")
     subprocess.run(["ptxas", "-arch=sm_90a", "-O3", ptx[0], "-o", cubin], check=True)
     text = subprocess.run([nvdisasm, "-c", cubin], check=True, capture_output=True,
@@ -101,8 +108,9 @@ def main():
     nvdisasm = find_nvdisasm(args.nvdisasm)
     failed = 0
     with tempfile.TemporaryDirectory() as work:
-        for what, env, head_dim, kt in CONFIGS:
-            counts = exponentials_under_pv(ws_sass(args.splat, nvdisasm, env, head_dim, work))
+        for what, env, spec, head_dim, kt, suffix in CONFIGS:
+            counts = exponentials_under_pv(
+                ws_sass(args.splat, nvdisasm, env, spec, head_dim, suffix, work))
             ok = len(counts) >= 1 and all(c >= kt // 2 for c in counts)
             failed += not ok
             print(f"{what:<40} exponentials between the S wait and the P V wait: {counts} "
