@@ -181,6 +181,14 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
   splat_attn_rescale<NO>(o, alpha);
 }
 
+/* Original row `row` of (b, h) in a two-pass plan's workspace: head_dim floats of O, then m
+ * and l (params.cuh SPLAT_ROWPART_STRIDE). */
+SPLAT_DEV float *splat_attn_rowpart(const splat_attention_params &P, int64_t b, int64_t h,
+                                    int row) {
+  return P.rowpart +
+         ((b * P.shape.heads + h) * P.pat.seq_q + row) * SPLAT_ROWPART_STRIDE(SPLAT_HEAD_DIM);
+}
+
 /* Pass 2 of a two-pass plan: pulls the pass-1 results of block rows r0, r0 + 8 (below
  * nrows; original rows row[0], row[1]) towards L2 at the item's start, so splat_attn_store's
  * loads of them do not wait on DRAM. A quad's threads take the row's 128-byte lines in turn. */
@@ -188,13 +196,12 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
                                          const int (&row)[2], int r0, int nrows, int t) {
   if (SPLAT_ATTN_PASS != 2) return;
   constexpr int BYTES = (SPLAT_HEAD_DIM + 2) * 4, LINES = (BYTES + 127) / 128 + 1;
+  static_assert(SPLAT_ROWPART_STRIDE(SPLAT_HEAD_DIM) * 4 % 32 == 0, "whole sectors a row");
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const int r = r0 + 8 * hf;
     if (r >= nrows) continue;
-    const char *part =
-        (const char *)(P.rowpart +
-                       ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2));
+    const char *part = (const char *)splat_attn_rowpart(P, b, h, row[hf]);
 #pragma unroll
     for (int i = t; i < LINES; i += 4)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(part + min(128 * i, BYTES - 4)));
@@ -220,8 +227,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
     if (r < nrows) {
       float w = 1.f, w1 = 0.f;
       if (SPLAT_ATTN_PASS == 1) {
-        float *part =
-            P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2);
+        float *part = splat_attn_rowpart(P, b, h, row[hf]);
 #pragma unroll
         for (int j = 0; j < NO / 4; j++) {
           const int d = 8 * j + 2 * t;
@@ -233,8 +239,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       const float *prior = nullptr; /* pass 2: pass 1's row */
       if (SPLAT_ATTN_PASS == 2) {
-        prior =
-            P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row[hf]) * (SPLAT_HEAD_DIM + 2);
+        prior = splat_attn_rowpart(P, b, h, row[hf]);
         const float2 ml = *(const float2 *)(prior + SPLAT_HEAD_DIM);
         const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
         w = splat_ex2(mx - base);

@@ -122,7 +122,7 @@ typedef struct splat_spmm_params {
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
  * tma is 1 (else every key sub-tile is gathered). Two-pass plans (tile_plan.h
  * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
- * rowpart ([batch * heads][seq_q][head_dim + 2] fp32, by original row) instead of writing
+ * rowpart ([batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32, by original row) instead of writing
  * out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
@@ -137,6 +137,10 @@ typedef struct splat_attention_params {
   int32_t part_rows; /* rows per slot: the plan's tile_q */
   int32_t tma;
 } splat_attention_params;
+
+/* Floats per row of a two-pass plan's workspace rowpart: head_dim of O, then m and l, padded
+ * to whole 32-byte sectors (a quad's 8-byte stores of one row fill a sector). */
+#define SPLAT_ROWPART_STRIDE(head_dim) (((head_dim) + 2 + 7) / 8 * 8)
 
 /* The epilogues of the fused attention tile kernels (prelude SPLAT_ATTN_EPI, kgen.h
  * splat__kspec.epi): each kernel is compiled for one, so it carries no other's code. */

@@ -314,13 +314,28 @@ static void test_kernel_choice(void) {
   CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472 + 2 * 48);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
-  /* Query tiles of at most 64 rows (phase classes: strided(64) at 4096) at head_dim 64,
-   * one segment a row: one consumer warpgroup. Not with two segments (a two-pass plan's
-   * first pass has full tiles), nor at head_dim 128, nor when tiles have more rows. */
+  /* Query tiles of at most 64 rows (phase classes: strided(64) at 4096) at head_dim 64:
+   * one consumer warpgroup, however many segments a row has (a two-pass plan's strided
+   * pass); not at head_dim 128, nor when tiles have more rows. splat__kspec_for_plan
+   * counts a report's tile rows only where rows have one segment (else the plan may run
+   * two passes, each specialised for its own tiles). */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 4);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 8);
+  CHECK(a->wgmma == WS && a->warps == 4 && a->max_segs == 2);
+  {
+    splat_report r;
+    memset(&r, 0, sizeof r);
+    r.tile_q = r.tile_k = 128;
+    r.tile_rows_max = 64;
+    r.max_segments = 2;
+    r.rows_by_segments[1] = 100;
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(a->wgmma == WS && a->warps == 4);
+    r.rows_by_segments[2] = 1;
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2);
+  }
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
@@ -665,7 +680,8 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   CHECK(splat_pattern_parse(spec, 4096, 4096, &pat) == SPLAT_OK);
   CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
   CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
-  const splat_status st = splat__attn_passes_plan(&a, &t, batch, heads, head_dim, pass, &np);
+  splat__attn_pass_shape shape[2];
+  const splat_status st = splat__attn_passes_plan(&a, &t, batch, heads, head_dim, pass, shape, &np);
   if (st == SPLAT_OK && np == 2) {
     CHECK(pass[0].ntiles > 0 && pass[1].ntiles > 0 &&
           pass[0].computed + pass[1].computed < t.computed);
@@ -686,8 +702,10 @@ static void test_attn_passes(void) {
   CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == 2);
   CHECK(passes_for("window(256)", 2, 16, 64) == 0);
   CHECK(passes_for("dilated(256,2)", 2, 16, 64) == 0);
-  CHECK(splat__attn_passes_bytes(2, 16, 4096, 64) == 2.0 * 16 * 4096 * 66 * 4);
-  CHECK(passes_for("strided(64) | window(64)", 1024, 16, 128) == 0); /* 4.4 GB of workspace */
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 64) == 2.0 * 16 * 4096 * 72 * 4); /* padded */
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 128) == 2.0 * 16 * 4096 * 136 * 4);
+  CHECK(passes_for("strided(64) | window(64)", 64, 16, 128) == 2);   /* 2.3 GB of workspace */
+  CHECK(passes_for("strided(64) | window(64)", 1024, 16, 128) == 0); /* 36.5 GB */
   setenv("SPLAT_ATTN_PASSES", "0", 1);
   CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == 0);
   setenv("SPLAT_ATTN_PASSES", "two", 1);
@@ -731,7 +749,7 @@ static void test_attn_epilogues(void) {
       CHECKF(!strcmp(tile, want), "%s: %s", kinds[kd], tile);
       CHECKF(epi == SPLAT_EPI_SPLIT ? !strcmp(merge, "splat_attn_merge_bf16_d64") : !merge[0],
              "'%s'", merge);
-      const int n = splat__kspec_programs(a, prog);
+      const int n = splat__kspec_programs(a, NULL, prog);
       CHECKF(n == (epi == SPLAT_EPI_PLAIN ? 2 : 3), "%s c %d: %d programs", kinds[kd], c, n);
       CHECK(splat__kspec_source(&prog[1], &src) == SPLAT_OK);
       if (src) {
@@ -783,16 +801,48 @@ static void test_attn_epilogues(void) {
   splat_pattern_destroy(pat);
 
   int two = -1, split = -1;
+  splat__attn_pass_shape shape[2];
   const char *specs[] = {"strided(64) | window(64)", "window(256)"};
   for (int i = 0; i < 2; i++) {
     CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, &split) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
     CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
+    /* strided(64) | window(64): the strided pass first, in phase classes of 64 rows, the
+     * window's in 128-row tiles; each row has two segments of each kind (where one kind
+     * meets the other, the segments split). */
+    CHECKF(i == 1 || (shape[0].segs == 2 && shape[0].tile_rows == 64 && shape[1].segs == 2 &&
+                      shape[1].tile_rows == 128),
+           "pass shapes %d/%d, %d/%d", shape[0].segs, shape[0].tile_rows, shape[1].segs,
+           shape[1].tile_rows);
+    if (i == 0) {
+      /* Each pass's kernel for its rows: one consumer warpgroup for the 64-row classes,
+       * two and 128-key sub-tiles for the window; the second pass's is the third program. */
+      splat__kspec p1, p2, prog[SPLAT__KPROG_PER_OP];
+      splat_report r2;
+      CHECK(splat_analyze(pat, 0, 0, 0, &r2) == SPLAT_OK);
+      CHECK(splat__kspec_for_pass(&p1, &r2, SPLAT_BF16, 64, 0, "sm_90a", shape[0].segs,
+                                  shape[0].tile_rows, 1) == SPLAT_OK);
+      CHECK(splat__kspec_for_pass(&p2, &r2, SPLAT_BF16, 64, 0, "sm_90a", shape[1].segs,
+                                  shape[1].tile_rows, 2) == SPLAT_OK);
+      CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 4 && p1.max_segs == 2 &&
+                 p1.epi == SPLAT_EPI_PASS1 && p1.program == SPLAT__KPROG_TILE,
+             "pass 1: warps %d segs %d epi %d", p1.warps, p1.max_segs, p1.epi);
+      CHECKF(p2.wgmma == SPLAT__WGMMA_WS && p2.warps == 8 && p2.kt == 128 && p2.max_segs == 2 &&
+                 p2.epi == SPLAT_EPI_PASS2 && p2.program == SPLAT__KPROG_PASS2,
+             "pass 2: warps %d kt %d segs %d epi %d", p2.warps, p2.kt, p2.max_segs, p2.epi);
+      char n1[176], n2[176];
+      CHECK(splat__kspec_programs(&p1, &p2, prog) == 3);
+      splat__kspec_program(&prog[1], n1, sizeof n1);
+      splat__kspec_program(&prog[2], n2, sizeof n2);
+      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q64_k128_kt64_s4_seg2_pass1.cu") &&
+                 !strcmp(n2, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass2.cu"),
+             "%s %s", n1, n2);
+    }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, &split) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
     CHECKF(two == (i == 0) && split == (i == 1), "%s: two %d split %d", specs[i], two, split);
     setenv("SPLAT_ATTN_PASSES", "0", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, &split) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
     CHECK(two == 0 && split == 1);
     unsetenv("SPLAT_ATTN_SPLIT");
     unsetenv("SPLAT_ATTN_PASSES");
@@ -834,7 +884,7 @@ static void test_kernel_programs(void) {
   splat__kspec_attn_epilogues(sp, 0, 0);
   splat__kspec_plan(other, SPLAT_BF16, 64, 3, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_SYNC, 0, 0);
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
-    const int n = splat__kspec_programs(&sp[op], prog);
+    const int n = splat__kspec_programs(&sp[op], NULL, prog);
     CHECKF(n == (sp[op].tile ? 2 : 1), "op %d: %d programs", op, n);
     CHECK(prog[0].program == SPLAT__KPROG_ROWS && !prog[0].tile);
     char rows[160], tile[160], name[176], want[176], *src = NULL, *osrc = NULL;
@@ -843,7 +893,7 @@ static void test_kernel_programs(void) {
     snprintf(want, sizeof want, "%s.cu", rows);
     CHECKF(!strcmp(name, want), "%s", name);
     CHECK(splat__kspec_source(&prog[0], &src) == SPLAT_OK);
-    splat__kspec_programs(&other[op], oprog);
+    splat__kspec_programs(&other[op], NULL, oprog);
     CHECK(splat__kspec_source(&oprog[0], &osrc) == SPLAT_OK);
     if (src && osrc) {
       CHECKF(!strcmp(src, osrc), "op %d: the row program depends on the tile kernel", op);
@@ -871,7 +921,7 @@ static void test_kernel_programs(void) {
   splat__kspec f32[SPLAT__KOP_COUNT];
   splat__kspec_plan(f32, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
   CHECK(!f32[SPLAT__KOP_ATTENTION].tile &&
-        splat__kspec_programs(&f32[SPLAT__KOP_ATTENTION], prog) == 1);
+        splat__kspec_programs(&f32[SPLAT__KOP_ATTENTION], NULL, prog) == 1);
 }
 
 /* Random tiles split at random limits: every chunk of a tile within the limit, the chunks

@@ -66,7 +66,7 @@ static void *worker(void *arg) {
  * programs) is compiled once. */
 static void add_program(const splat__kspec *s, const char *arch) {
   splat__kspec prog[SPLAT__KPROG_PER_OP];
-  const int np = splat__kspec_programs(s, prog);
+  const int np = splat__kspec_programs(s, NULL, prog);
   for (int i = 0; i < np; i++) {
     char *src = NULL;
     splat_status st = splat__kspec_source(&prog[i], &src);

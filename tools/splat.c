@@ -638,12 +638,22 @@ static int cmd_codegen(int argc, char **argv) {
   splat__kspec specs[SPLAT__KOP_COUNT];
   st = splat__kspec_for_plan(specs, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch);
   int two_pass = 0, split = 0;
+  splat__attn_pass_shape shape[2];
+  splat__kspec pass2;
+  memset(&pass2, 0, sizeof pass2);
   const int attention = only < 0 || only == SPLAT__KOP_ATTENTION;
   if (st == SPLAT_OK && attention && specs[SPLAT__KOP_ATTENTION].tile)
-    st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, &two_pass, &split);
+    st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, &two_pass, shape,
+                                       &split);
   splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   splat__kspec_attn_epilogues(specs, two_pass, split);
+  for (int k = 0; k < 2 && two_pass && st == SPLAT_OK; k++) {
+    /* Each pass's tile kernel for its own rows, as plan creation does. */
+    st = splat__kspec_for_pass(k ? &pass2 : &specs[SPLAT__KOP_ATTENTION], &rep, (splat_dtype)dtype,
+                               (int)head_dim, 0, arch, shape[k].segs, shape[k].tile_rows, k + 1);
+  }
+  if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "
       "key runs\n",
@@ -653,7 +663,7 @@ static int cmd_codegen(int argc, char **argv) {
   if (attention && specs[SPLAT__KOP_ATTENTION].tile)
     printf(
         "// fused attention: %s (as a plan decides it at batch 1, heads 1: a plan whose two-pass "
-        "workspace would exceed 1 GiB runs one pass)\n",
+        "workspace would exceed 4 GiB runs one pass)\n",
         two_pass ? "two passes"
         : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
                  : "one pass");
@@ -666,7 +676,7 @@ static int cmd_codegen(int argc, char **argv) {
   int nsel = 0, op_of[SPLAT__KPROG_MAX];
   for (int o = 0; o < SPLAT__KOP_COUNT; o++) {
     if (only >= 0 && o != only) continue;
-    const int m = splat__kspec_programs(&specs[o], &sel[nsel]);
+    const int m = splat__kspec_programs(&specs[o], &pass2, &sel[nsel]);
     for (int i = 0; i < m; i++) op_of[nsel++] = o;
   }
   double all_ms = 0;

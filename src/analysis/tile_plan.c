@@ -976,7 +976,7 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   if (ncontig == 0 || ncontig == nsegs) return SPLAT_OK;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind. */
   splat__acsr part[2] = {*a, *a};
-  const int64_t count[2] = {ncontig, nsegs - ncontig};
+  const int64_t count[2] = {nsegs - ncontig, ncontig};
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
@@ -991,7 +991,7 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
       part[0].row_seg[i] = n[0];
       part[1].row_seg[i] = n[1];
       for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) {
-        const int k = a->segs[s].stride > 1;
+        const int k = a->segs[s].stride <= 1; /* strided first: see tile_plan.h */
         part[k].segs[n[k]++] = a->segs[s];
       }
     }

@@ -65,9 +65,12 @@ void splat__tile_plan_free(splat__tile_plan *t);
 
 /* The fused attention in two passes, for masks that mix contiguous and strided segments
  * in one row (strided(64) | window(64)): no single row order aligns both, so the single
- * plan computes nearly dense tiles. Pass 0 plans the contiguous segments alone, pass 1
- * the strided ones (each in its own row order), over the same regular rows; every
+ * plan computes nearly dense tiles. Pass 0 plans the strided segments alone, pass 1 the
+ * contiguous ones (each in its own row order), over the same regular rows; every
  * (row, key) of the mask is in exactly one pass, whose results the kernels merge per row.
+ * The contiguous pass comes second: in its row order (identity, as a rule) a tile's rows
+ * are consecutive, so its merge reads the first pass's rows from one block of the
+ * workspace, where a strided pass's phase order scatters them (bench/NOTES.md v9).
  * *npass = 2 with out[0], out[1] built when that computes at most 3/4 of `single`'s work
  * (tried only when single computes over twice the mask's entries); else *npass = 0 and out
  * holds nothing. */

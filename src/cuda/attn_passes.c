@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "cuda/attn_split.h"
 
+#include "../../kernels/params.cuh"
+
 splat_status splat__attn_passes_env(int *on) {
   return splat__env_switch("SPLAT_ATTN_PASSES",
                            "the fused attention of masks mixing contiguous and strided segments in "
@@ -17,14 +19,35 @@ splat_status splat__attn_passes_env(int *on) {
 }
 
 double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim) {
-  return (double)batch * (double)heads * (double)seq_q * (head_dim + 2) * 4.0;
+  return (double)batch * (double)heads * (double)seq_q * SPLAT_ROWPART_STRIDE(head_dim) * 4.0;
+}
+
+/* The passes' shapes: pass 0 has each regular row's strided segments, pass 1 its
+ * contiguous ones (tile_plan.h splat__tile_plan_passes); the regular rows are the same. */
+static void pass_shapes(const splat__acsr *a, const splat__tile_plan pass[2],
+                        splat__attn_pass_shape shape[2]) {
+  memset(shape, 0, 2 * sizeof *shape);
+  for (int64_t q = 0; q < pass[0].regular_rows; q++) {
+    const int64_t i = pass[0].permuted ? pass[0].perm[q] : q;
+    int n[2] = {0, 0};
+    for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) n[a->segs[s].stride <= 1]++;
+    for (int k = 0; k < 2; k++)
+      if (n[k] > shape[k].segs) shape[k].segs = n[k];
+  }
+  for (int k = 0; k < 2; k++) {
+    if (shape[k].segs < 1) shape[k].segs = 1;
+    for (int64_t t = 0; t < pass[k].ntiles; t++)
+      if (pass[k].tiles[t].nrows > shape[k].tile_rows) shape[k].tile_rows = pass[k].tiles[t].nrows;
+  }
 }
 
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
                                      int64_t batch, int64_t heads, int head_dim,
-                                     splat__tile_plan pass[2], int *npass) {
+                                     splat__tile_plan pass[2], splat__attn_pass_shape shape[2],
+                                     int *npass) {
   *npass = 0;
   memset(pass, 0, 2 * sizeof *pass);
+  memset(shape, 0, 2 * sizeof *shape);
   int on = 1;
   splat_status st = splat__attn_passes_env(&on);
   if (st != SPLAT_OK || !on) return st;
@@ -42,14 +65,18 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
     *npass = 0;
     return SPLAT_OK;
   }
+  pass_shapes(a, pass, shape);
   splat__log(SPLAT__LOG_INFO,
-             "fused attention: two passes computing %lld + %lld entries (one: %lld)",
-             (long long)pass[0].computed, (long long)pass[1].computed, (long long)single->computed);
+             "fused attention: two passes computing %lld + %lld entries (one: %lld); up to %d + "
+             "%d segments a row, %d + %d rows a tile",
+             (long long)pass[0].computed, (long long)pass[1].computed, (long long)single->computed,
+             shape[0].segs, shape[1].segs, shape[0].tile_rows, shape[1].tile_rows);
   return SPLAT_OK;
 }
 
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, int *two_pass, int *split) {
+                                           int head_dim, int *two_pass,
+                                           splat__attn_pass_shape shape[2], int *split) {
   *two_pass = *split = 0;
   splat__acsr a;
   splat__tile_plan single, pass[2];
@@ -58,7 +85,8 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
   if (st != SPLAT_OK) return st;
   st = splat__tile_plan_build(&a, tile_q, tile_k, &single);
   int npass = 0;
-  if (st == SPLAT_OK) st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, pass, &npass);
+  if (st == SPLAT_OK)
+    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, pass, shape, &npass);
   if (st == SPLAT_OK && npass) {
     *two_pass = 1;
     splat__tile_plan_free(&pass[0]);

@@ -10,9 +10,11 @@
 #include "analysis/tile_plan.h"
 #include "splat.h"
 
-/* The workspace is [batch * heads][seq_q][head_dim + 2] fp32; above this many bytes the
- * plan keeps a single pass. */
-#define SPLAT__ATTN_PASSES_MAX_BYTES (1ull << 30)
+/* The workspace is [batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32 (params.cuh);
+ * above this many bytes the plan keeps a single pass. The cap is high: one pass of a mask
+ * two passes serve computes nearly dense tiles (strided(64) | window(64) at 65536, d128,
+ * batch 2: 6.5x slower than two passes with their 1.1 GB workspace, bench/NOTES.md v9). */
+#define SPLAT__ATTN_PASSES_MAX_BYTES (4ull << 30)
 
 /* SPLAT_ATTN_PASSES: 1 (default, also unset or empty): two passes where they compute
  * less; 0: never; anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
@@ -21,19 +23,29 @@ splat_status splat__attn_passes_env(int *on);
 /* Bytes of the per-row workspace of a two-pass plan. */
 double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim);
 
+/* What each pass's tile kernel is specialised for (kgen.h splat__kspec_for_pass): the most
+ * segments a regular row has in the pass, and the most rows of one of its query tiles. */
+typedef struct splat__attn_pass_shape {
+  int segs, tile_rows;
+} splat__attn_pass_shape;
+
 /* The two passes of the fused attention for a plan with ACSR a, single tile plan `single`
  * and batch x heads x head_dim, when SPLAT_ATTN_PASSES allows, two passes compute at most
  * 3/4 of the single plan, and the workspace fits SPLAT__ATTN_PASSES_MAX_BYTES: *npass = 2
- * with pass[0], pass[1] built (splat__tile_plan_free each). Else *npass = 0. */
+ * with pass[0], pass[1] built (splat__tile_plan_free each) and their shapes in shape[0],
+ * shape[1]. Else *npass = 0. */
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
                                      int64_t batch, int64_t heads, int head_dim,
-                                     splat__tile_plan pass[2], int *npass);
+                                     splat__tile_plan pass[2], splat__attn_pass_shape shape[2],
+                                     int *npass);
 
 /* For `splat codegen` (no plan, no GPU): whether a plan of pattern p with the default K
  * and tile shape tile_q x tile_k would run its fused attention in two passes (as
  * splat__attn_passes_plan decides it for batch = heads = 1: the workspace limit aside), in
- * *two_pass, and whether SPLAT_ATTN_SPLIT asks for split tiles (one pass only), in *split. */
+ * *two_pass, with the passes' shapes in shape[0..1], and whether SPLAT_ATTN_SPLIT asks
+ * for split tiles (one pass only), in *split. */
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, int *two_pass, int *split);
+                                           int head_dim, int *two_pass,
+                                           splat__attn_pass_shape shape[2], int *split);
 
 #endif

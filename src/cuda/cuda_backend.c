@@ -99,8 +99,12 @@ struct splat__cuda_plan {
   CUmodule mod[SPLAT__KOP_COUNT][SPLAT__KPROG_KINDS]; /* the op's programs (SPLAT__KPROG_*) */
   CUfunction rows[SPLAT__KOP_COUNT];
   CUfunction tile[SPLAT__KOP_COUNT]; /* NULL when the op has no usable tile kernel */
-  CUfunction attn_pass2;             /* two-pass plans: the second pass's attention tile kernel */
   int tile_smem[SPLAT__KOP_COUNT];
+  /* Two-pass plans: the second pass's attention tile kernel, its spec (spec[ATTENTION] is
+   * the first's: each specialised for its pass's rows) and its dynamic shared memory. */
+  CUfunction attn_pass2;
+  splat__kspec attn_pass2_spec;
+  int attn_pass2_smem;
 };
 
 static splat_status push(const splat__cuda_context *c) {
@@ -197,6 +201,13 @@ static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles,
   return SPLAT_OK;
 }
 
+/* Whether a plan's attention runs a warp-specialised tile kernel (in either pass of two):
+ * the one that loads keys through TMA views. */
+static int attn_ws(const splat__cuda_plan *p) {
+  return p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS ||
+         p->attn_pass2_spec.wgmma == SPLAT__WGMMA_WS;
+}
+
 static int plan_fits_int32(const splat__tile_plan *t) {
   return t->nruns <= INT32_MAX && t->ntiles <= INT32_MAX;
 }
@@ -207,6 +218,7 @@ static int plan_fits_int32(const splat__tile_plan *t) {
  * (attn_passes.h; npass 0: one), and SPLAT_ATTN_SPLIT's key tiles per chunk (0: no split). */
 typedef struct attn_layout {
   splat__tile_plan pass[2];
+  splat__attn_pass_shape shape[2];
   int npass;
   int max_ktiles;
 } attn_layout;
@@ -222,7 +234,7 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
       !p->spec[SPLAT__KOP_ATTENTION].tile)
     return st;
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
-                               plan->desc.head_dim, l->pass, &l->npass);
+                               plan->desc.head_dim, l->pass, l->shape, &l->npass);
   if (st == SPLAT_OK && l->npass &&
       (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]))) {
     splat__tile_plan_free(&l->pass[0]);
@@ -268,8 +280,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   int tma = 0;
   if (st == SPLAT_OK) st = splat__tma_env(&tma);
   if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
-  if (st == SPLAT_OK && tma && p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS &&
-      p->tile[SPLAT__KOP_ATTENTION]) {
+  if (st == SPLAT_OK && tma && attn_ws(p) && p->tile[SPLAT__KOP_ATTENTION]) {
     if (npass)
       splat__tma_views_assign(pruns[0], pr0 + pr1, plan->seq_k, &p->views);
     else
@@ -350,7 +361,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       st = splat__cuda_check(drv->cuMemAlloc(&p->rowpart, (size_t)splat__attn_passes_bytes(
                                                               plan->desc.batch, plan->desc.heads,
                                                               a->seq_q, plan->desc.head_dim)),
-                             "cuMemAlloc (the workspace of two-pass attention)");
+                             "cuMemAlloc (the workspace of two-pass attention; "
+                             "SPLAT_ATTN_PASSES=0 plans one pass without it)");
     }
     if (st == SPLAT_OK && (p->part || p->rowpart)) {
       st = splat__cuda_check(drv->cuEventCreate(&p->ws_done, CU_EVENT_DISABLE_TIMING),
@@ -386,10 +398,10 @@ static splat_status load_kernel(splat__cuda_plan *p, int op, const splat__kspec 
     st = splat__cuda_check(drv->cuModuleGetFunction(f, *mod, kernel), "cuModuleGetFunction");
   }
   if (st == SPLAT_OK && (g == SPLAT__KPROG_TILE || g == SPLAT__KPROG_PASS2)) {
-    p->tile_smem[op] = splat__kspec_tile_smem(prog); /* both passes' kernels: one layout */
+    int *smem = g == SPLAT__KPROG_TILE ? &p->tile_smem[op] : &p->attn_pass2_smem;
+    *smem = splat__kspec_tile_smem(prog);
     st = splat__cuda_check(
-        drv->cuFuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                p->tile_smem[op]),
+        drv->cuFuncSetAttribute(*f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, *smem),
         "cuFuncSetAttribute (dynamic shared memory of the tile kernel)");
   }
   if (st != SPLAT_OK) return st;
@@ -411,7 +423,7 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   int ops[SPLAT__KPROG_MAX], n = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     if (d->ops & (1u << op)) {
-      const int m = splat__kspec_programs(&p->spec[op], &want[n]);
+      const int m = splat__kspec_programs(&p->spec[op], &p->attn_pass2_spec, &want[n]);
       for (int i = 0; i < m; i++) ops[n++] = op;
     }
   }
@@ -473,7 +485,14 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
   if (st == SPLAT_OK) st = attn_layout_plan(p, plan, &al);
   if (st == SPLAT_OK) {
     splat__kspec_attn_epilogues(p->spec, al.npass > 0, al.max_ktiles > 0);
-    st = build_kernels(p, plan);
+    for (int k = 0; k < al.npass && st == SPLAT_OK; k++) {
+      /* Each pass's tile kernel specialised for its own rows (segments, tile rows). */
+      st = splat__kspec_for_pass(k ? &p->attn_pass2_spec : &p->spec[SPLAT__KOP_ATTENTION],
+                                 &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
+                                 cu->dev.max_smem_per_block_optin, cu->dev.arch, al.shape[k].segs,
+                                 al.shape[k].tile_rows, k + 1);
+    }
+    if (st == SPLAT_OK) st = build_kernels(p, plan);
   }
   if (st == SPLAT_OK) st = upload(p, plan, &al);
   attn_layout_free(&al);
@@ -538,16 +557,17 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
   return SPLAT_OK;
 }
 
-/* Tile kernel of op: grid (query tiles, batch x heads, row blocks), where a CTA of
- * 16 x warps rows takes one row block of a query tile (tile_q / (16 x warps) blocks). */
-static splat_status launch_tile(const splat_plan *plan, splat__kop op, CUfunction f, int64_t ntiles,
-                                splat_stream stream, void *params) {
+/* Tile kernel f of spec `spec` (smem bytes of dynamic shared memory): grid (query tiles,
+ * batch x heads, row blocks), where a CTA of 16 x warps rows takes one row block of a
+ * query tile (tile_q / (16 x warps) blocks). */
+static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec, CUfunction f,
+                                int smem, int64_t ntiles, splat_stream stream, void *params) {
   const splat__cuda_plan *p = plan->cuda;
   if (ntiles == 0) return SPLAT_OK;
-  const int tq = 16 * p->spec[op].warps;
+  const int tq = 16 * spec->warps;
   const unsigned gz = (unsigned)((plan->tiles.tile_q + tq - 1) / tq);
   void *args[1] = {params};
-  if (p->spec[op].wgmma == SPLAT__WGMMA_WS) {
+  if (spec->wgmma == SPLAT__WGMMA_WS) {
     /* Work items (tile, row block, batch*head) walked by a 1-d grid: SMs x CTAs per SM of
      * them (persistent), or one CTA per item. */
     splat_attention_params *prm = params;
@@ -560,21 +580,19 @@ static splat_status launch_tile(const splat_plan *plan, splat__kop op, CUfunctio
                          "or split the batch",
                          (long long)prm->work);
     }
-    int64_t ctas = p->persistent
-                       ? (int64_t)p->cu->dev.sm_count *
-                             splat__kspec_ws_ctas_per_sm(&p->spec[op], p->cu->dev.max_smem_per_sm)
-                       : prm->work;
+    int64_t ctas = p->persistent ? (int64_t)p->cu->dev.sm_count *
+                                       splat__kspec_ws_ctas_per_sm(spec, p->cu->dev.max_smem_per_sm)
+                                 : prm->work;
     if (ctas > prm->work) ctas = prm->work;
     if (ctas > INT32_MAX) ctas = INT32_MAX;
-    CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1,
-                           (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
-                           (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
+    CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1, (unsigned)splat__kspec_tile_threads(spec), 1, 1,
+                           (unsigned)smem, (CUstream)stream, args, NULL),
        "cuLaunchKernel");
     return SPLAT_OK;
   }
   CU(drv->cuLaunchKernel(f, (unsigned)ntiles, grid_y(plan), gz,
-                         (unsigned)splat__kspec_tile_threads(&p->spec[op]), 1, 1,
-                         (unsigned)p->tile_smem[op], (CUstream)stream, args, NULL),
+                         (unsigned)splat__kspec_tile_threads(spec), 1, 1, (unsigned)smem,
+                         (CUstream)stream, args, NULL),
      "cuLaunchKernel");
   return SPLAT_OK;
 }
@@ -659,12 +677,14 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
       splat_attention_params *prm = params;
       for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {
         prm->pat = p->pass_pat[k];
-        st = launch_tile(plan, op, k ? p->attn_pass2 : p->tile[op], p->pass_ntiles[k], stream,
-                         params);
+        st = k ? launch_tile(plan, &p->attn_pass2_spec, p->attn_pass2, p->attn_pass2_smem,
+                             p->pass_ntiles[k], stream, params)
+               : launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op], p->pass_ntiles[k],
+                             stream, params);
       }
       prm->pat = p->pat;
     } else {
-      st = launch_tile(plan, op, p->tile[op],
+      st = launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op],
                        op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream, params);
     }
     /* Split attention tiles: merge the chunks' partial results. */
@@ -773,7 +793,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   prm.lse = dev_tensor(lse);
   prm.scale = (float)scale;
   prm.scale_log2 = (float)(scale * 1.4426950408889634);
-  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS) {
+  if (tile_ok && attn_ws(p)) {
     splat__tma_views_encode(&p->views, drv->cuTensorMapEncodeTiled, k, v, plan->desc.batch,
                             plan->desc.heads_kv, plan->seq_k, plan->desc.head_dim, &prm);
   }

@@ -289,7 +289,7 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
    * Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle and
    * their 64-key tiles half-fill 128-key sub-tiles: one warpgroup runs them ~1.5x faster
    * (bench/NOTES.md, stop 14). */
-  const int full = tile_q >= 128 && (head_dim != 64 || tile_rows > 64 || max_segs > 1);
+  const int full = tile_q >= 128 && (head_dim != 64 || tile_rows > 64);
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
@@ -317,15 +317,43 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
   }
 }
 
-splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
-                                   int head_dim, int smem_optin, const char *arch) {
+/* splat__kspec_plan for a report, with K segments a row and tiles of at most tile_rows
+ * rows, under the environment's attention kernel. */
+static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
+                             int head_dim, int smem_optin, const char *arch, int segs,
+                             int tile_rows) {
   int kind, warpgroups, kt;
   splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return st;
-  splat__kspec_plan(specs, dt, head_dim, splat__kspec_table_segs(rep), rep->tile_q, rep->tile_k,
-                    rep->tile_rows_max, smem_optin, arch, kind, warpgroups, kt);
+  splat__kspec_plan(specs, dt, head_dim, segs, rep->tile_q, rep->tile_k, tile_rows, smem_optin,
+                    arch, kind, warpgroups, kt);
+  return SPLAT_OK;
+}
+
+splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
+                                   int head_dim, int smem_optin, const char *arch) {
+  /* The report's tile rows count for rows of one segment: a mask whose rows have several
+   * may run two passes, specialised apart (splat__kspec_for_pass). */
+  const int segs = splat__kspec_table_segs(rep);
+  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs,
+                             segs > 1 ? rep->tile_q : rep->tile_rows_max);
+  if (st != SPLAT_OK) return st;
   splat__kspec_write_lanes(specs, rep->rows_permuted);
   return splat__kspec_env_sddmm(specs, smem_optin);
+}
+
+splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
+                                   int head_dim, int smem_optin, const char *arch, int segs,
+                                   int tile_rows, int pass) {
+  splat__kspec specs[SPLAT__KOP_COUNT];
+  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_rows);
+  if (st != SPLAT_OK) return st;
+  *out = specs[SPLAT__KOP_ATTENTION];
+  if (out->tile) {
+    out->epi = pass == 1 ? SPLAT_EPI_PASS1 : SPLAT_EPI_PASS2;
+    out->program = pass == 1 ? SPLAT__KPROG_TILE : SPLAT__KPROG_PASS2;
+  }
+  return SPLAT_OK;
 }
 
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
@@ -346,14 +374,14 @@ static splat__kspec rows_program(const splat__kspec *s) {
   return r;
 }
 
-int splat__kspec_programs(const splat__kspec *s, splat__kspec *out) {
+int splat__kspec_programs(const splat__kspec *s, const splat__kspec *pass2, splat__kspec *out) {
   out[0] = rows_program(s);
   if (!s->tile) return 1;
   out[1] = *s;
   out[1].program = SPLAT__KPROG_TILE;
   if (s->op != SPLAT__KOP_ATTENTION || s->epi == SPLAT_EPI_PLAIN) return 2;
   if (s->epi == SPLAT_EPI_PASS1) {
-    out[2] = *s;
+    out[2] = pass2 ? *pass2 : *s;
     out[2].epi = SPLAT_EPI_PASS2;
     out[2].program = SPLAT__KPROG_PASS2;
   } else {

@@ -147,8 +147,7 @@ splat_status splat__kspec_env_persistent(int *on);
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
  * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
  * of `warpgroups` warpgroups (1 when tile_q < 128, and at head_dim 64 when no query tile
- * has more than 64 rows (tile_rows, splat_report.tile_rows_max) and rows have one segment
- * (max_segs 1: one pass; a two-pass plan's first pass has full tiles)) and sub-tiles of kt keys
+ * has more than tile_rows = 64 rows) and sub-tiles of kt keys
  * (splat__kspec_use_wgmma) when arch is "sm_90a" (64-key sub-tiles, then the SYNC kernel,
  * where the WS one's shared memory exceeds smem_optin), then the tile kernel dropped where
  * its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
@@ -160,7 +159,8 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
 
 /* A plan's specs in one call, as plan creation and `splat codegen` both need them: the
  * sm_90a attention kernel from the environment (splat__kspec_env_attn), splat__kspec_plan
- * for the report's tile shape, K and tile rows, the SDDMM write-out lanes from its
+ * for the report's tile shape, K and tile rows (splat_report.tile_rows_max where rows have
+ * one segment, else tile_q), the SDDMM write-out lanes from its
  * rows_permuted (splat__kspec_write_lanes) and SPLAT_SDDMM_WGMMA (splat__kspec_env_sddmm).
  * The attention epilogues come after (splat__kspec_attn_epilogues): they depend on the
  * two-pass decision, which needs to know whether there is a tile kernel. */
@@ -173,10 +173,20 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
  * time). Other specs are left alone. */
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split);
 
+/* The attention tile spec of one pass (1 or 2) of a two-pass plan, in *out: as
+ * splat__kspec_for_plan would make it for a plan whose rows have at most segs segments and
+ * whose query tiles have at most tile_rows rows (attn_passes.h splat__attn_pass_shape; one
+ * consumer warpgroup at head_dim 64 for tiles of up to 64 rows), with epilogue PASS1 or
+ * PASS2 (program TILE or PASS2). Fails as splat__kspec_env_attn. */
+splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
+                                   int head_dim, int smem_optin, const char *arch, int segs,
+                                   int tile_rows, int pass);
+
 /* The programs of an op's spec s to out[0..), which holds SPLAT__KPROG_PER_OP: ROWS, then
- * TILE when s->tile, then PASS2 (the spec with epilogue PASS2) when its epilogue is PASS1,
- * or MERGE when it is SPLIT; returns how many. */
-int splat__kspec_programs(const splat__kspec *s, splat__kspec *out);
+ * TILE when s->tile, then PASS2 when its epilogue is PASS1 (pass2's kernel, from
+ * splat__kspec_for_pass; NULL: s's with epilogue PASS2), or MERGE when it is SPLIT;
+ * returns how many. */
+int splat__kspec_programs(const splat__kspec *s, const splat__kspec *pass2, splat__kspec *out);
 
 /* The one kernel a spec's program (s->program) holds: its row, tile or merge kernel's
  * name. buf: host, cap chars. */
