@@ -317,16 +317,23 @@ static int plan_runs_minimal(const splat__acsr *a, const splat__tile_plan *t, co
 static int check_passes(const splat__acsr *a, const splat__tile_plan *single, const dense_mask *d,
                         const char *what) {
   splat__tile_plan pass[2];
+  splat__acsr part[2];
   int np = -1;
-  CHECKF(splat__tile_plan_passes(a, single, pass, &np) == SPLAT_OK && (np == 0 || np == 2),
+  CHECKF(splat__tile_plan_passes(a, single, pass, part, &np) == SPLAT_OK && (np == 0 || np == 2),
          "%s: passes failed", what);
   if (np != 2) return 0;
   uint8_t *cnt = calloc((size_t)(a->seq_q * a->seq_k > 0 ? a->seq_q * a->seq_k : 1), 1);
   char w[340];
   int ok = cnt != NULL;
   for (int k = 0; k < 2 && ok; k++) {
+    /* Each pass's predicates follow its own ACSR: strided segments in pass 0, contiguous
+     * ones in pass 1. */
+    for (int64_t x = 0; x < part[k].row_seg[a->seq_q]; x++) {
+      CHECKF((part[k].segs[x].stride > 1) == (k == 0), "%s: pass %d has a segment of stride %d",
+             what, k, part[k].segs[x].stride);
+    }
     snprintf(w, sizeof w, "%s pass %d", what, k);
-    ok = count_plan(a, &pass[k], cnt, w);
+    ok = count_plan(&part[k], &pass[k], cnt, w);
   }
   snprintf(w, sizeof w, "%s two passes", what);
   CHECKF(ok && counts_exact(a, cnt, d, w), "%s: two passes not exact", what);
@@ -334,8 +341,10 @@ static int check_passes(const splat__acsr *a, const splat__tile_plan *single, co
          "%s: two passes compute %lld, the single plan %lld", what,
          (long long)(pass[0].computed + pass[1].computed), (long long)single->computed);
   free(cnt);
-  splat__tile_plan_free(&pass[0]);
-  splat__tile_plan_free(&pass[1]);
+  for (int k = 0; k < 2; k++) {
+    splat__tile_plan_free(&pass[k]);
+    splat__pass_acsr_free(&part[k]);
+  }
   return 1;
 }
 

@@ -681,12 +681,16 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
   CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
   splat__attn_pass_shape shape[2];
-  const splat_status st = splat__attn_passes_plan(&a, &t, batch, heads, head_dim, pass, shape, &np);
+  splat__acsr part[2];
+  const splat_status st =
+      splat__attn_passes_plan(&a, &t, batch, heads, head_dim, pass, part, shape, &np);
   if (st == SPLAT_OK && np == 2) {
     CHECK(pass[0].ntiles > 0 && pass[1].ntiles > 0 &&
           pass[0].computed + pass[1].computed < t.computed);
-    splat__tile_plan_free(&pass[0]);
-    splat__tile_plan_free(&pass[1]);
+    for (int k = 0; k < 2; k++) {
+      splat__tile_plan_free(&pass[k]);
+      splat__pass_acsr_free(&part[k]);
+    }
   }
   splat__tile_plan_free(&t);
   splat__acsr_free(&a);
@@ -807,10 +811,10 @@ static void test_attn_epilogues(void) {
     CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
     CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
     CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
-    /* strided(64) | window(64): the strided pass first, in phase classes of 64 rows, the
-     * window's in 128-row tiles; each row has two segments of each kind (where one kind
-     * meets the other, the segments split). */
-    CHECKF(i == 1 || (shape[0].segs == 2 && shape[0].tile_rows == 64 && shape[1].segs == 2 &&
+    /* strided(64) | window(64): the strided pass first, in phase classes of 64 rows, each
+     * row's whole lattice one segment (its points inside the window too: tile_plan.h); the
+     * window's in 128-row tiles, split around those points. */
+    CHECKF(i == 1 || (shape[0].segs == 1 && shape[0].tile_rows == 64 && shape[1].segs == 2 &&
                       shape[1].tile_rows == 128),
            "pass shapes %d/%d, %d/%d", shape[0].segs, shape[0].tile_rows, shape[1].segs,
            shape[1].tile_rows);
@@ -824,7 +828,7 @@ static void test_attn_epilogues(void) {
                                   shape[0].tile_rows, 1) == SPLAT_OK);
       CHECK(splat__kspec_for_pass(&p2, &r2, SPLAT_BF16, 64, 0, "sm_90a", shape[1].segs,
                                   shape[1].tile_rows, 2) == SPLAT_OK);
-      CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 4 && p1.max_segs == 2 &&
+      CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 4 && p1.max_segs == 1 &&
                  p1.epi == SPLAT_EPI_PASS1 && p1.program == SPLAT__KPROG_TILE,
              "pass 1: warps %d segs %d epi %d", p1.warps, p1.max_segs, p1.epi);
       CHECKF(p2.wgmma == SPLAT__WGMMA_WS && p2.warps == 8 && p2.kt == 128 && p2.max_segs == 2 &&
@@ -834,7 +838,7 @@ static void test_attn_epilogues(void) {
       CHECK(splat__kspec_programs(&p1, &p2, prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
-      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q64_k128_kt64_s4_seg2_pass1.cu") &&
+      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q64_k128_kt64_s4_seg1_pass1.cu") &&
                  !strcmp(n2, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass2.cu"),
              "%s %s", n1, n2);
     }

@@ -965,18 +965,114 @@ done:
   return st;
 }
 
+/* A row's segments for the two passes: out0 (at most K) the strided ones, out1 (at most K)
+ * the contiguous ones, *n0 and *n1 of each. Where the row's strided segments are one
+ * lattice (stride d, one phase, width 1) that its contiguous segments cut (strided(64) |
+ * window(64): the window takes keys i - 64, i, i + 64), the lattice points inside the
+ * contiguous segments move to the strided pass, which then has no holes (its phase-class
+ * tiles stay full: no predicated diagonal, one run), and the contiguous segments split
+ * around them — when each pass keeps at most K segments and the strided pass no more
+ * than it had, every merged progression has two points or more. */
+static void pass_row(const splat__segment *segs, int n, int K, splat__segment *out0, int *n0,
+                     splat__segment *out1, int *n1) {
+  *n0 = *n1 = 0;
+  for (int s = 0; s < n; s++) {
+    if (segs[s].stride > 1)
+      out0[(*n0)++] = segs[s];
+    else
+      out1[(*n1)++] = segs[s];
+  }
+  if (*n0 == 0 || *n1 == 0) return;
+  const int64_t d = out0[0].stride, ph = out0[0].start % d;
+  for (int s = 0; s < *n0; s++)
+    if (out0[s].stride != d || out0[s].width != 1 || out0[s].start % d != ph) return;
+  /* The lattice as ranges of points [lo, hi] (step d), the strided segments' and each
+   * contiguous segment's points; the contiguous segments less those points. */
+  int64_t lo[2 * SPLAT_MAX_SEGMENTS + 2], hi[2 * SPLAT_MAX_SEGMENTS + 2];
+  splat__segment c[SPLAT_MAX_SEGMENTS];
+  int nr = 0, nc = 0;
+  for (int s = 0; s < *n0; s++) {
+    lo[nr] = out0[s].start;
+    hi[nr++] = out0[s].start + (int64_t)(out0[s].count - 1) * d;
+  }
+  for (int s = 0; s < *n1; s++) {
+    const int64_t a0 = out1[s].start, a1 = a0 + out1[s].count - 1; /* keys [a0, a1] */
+    const int64_t p0 = a0 + ((ph - a0) % d + d) % d;               /* first point >= a0 */
+    int64_t from = a0;
+    for (int64_t q = p0; q <= a1; q += d) {
+      if (q > from) {
+        if (nc == K) return;
+        c[nc++] = (splat__segment){(int32_t)from, 1, (int32_t)(q - from), 1};
+      }
+      from = q + 1;
+    }
+    if (from <= a1) {
+      if (nc == K) return;
+      c[nc++] = (splat__segment){(int32_t)from, 1, (int32_t)(a1 - from + 1), 1};
+    }
+    if (p0 <= a1) {
+      if (nr == 2 * SPLAT_MAX_SEGMENTS + 2) return;
+      lo[nr] = p0;
+      hi[nr++] = p0 + (a1 - p0) / d * d;
+    }
+  }
+  /* Sort the ranges by start (few) and merge those d apart. */
+  for (int x = 1; x < nr; x++)
+    for (int y = x; y > 0 && lo[y] < lo[y - 1]; y--) {
+      const int64_t tl = lo[y], th = hi[y];
+      lo[y] = lo[y - 1], hi[y] = hi[y - 1];
+      lo[y - 1] = tl, hi[y - 1] = th;
+    }
+  int m = 0;
+  for (int x = 1; x < nr; x++) {
+    if (lo[x] == hi[m] + d)
+      hi[m] = hi[x];
+    else
+      m++, lo[m] = lo[x], hi[m] = hi[x];
+  }
+  m++;
+  if (m > *n0) return;
+  for (int x = 0; x < m; x++)
+    if (hi[x] == lo[x]) return; /* a lone point: its canonical form is contiguous */
+  for (int x = 0; x < m; x++)
+    out0[x] = (splat__segment){(int32_t)lo[x], (int32_t)d, (int32_t)((hi[x] - lo[x]) / d + 1), 1};
+  *n0 = m;
+  memcpy(out1, c, (size_t)nc * sizeof *c);
+  *n1 = nc;
+}
+
+void splat__pass_acsr_free(splat__acsr *part) {
+  free(part->row_seg);
+  free(part->segs);
+  part->row_seg = NULL;
+  part->segs = NULL;
+}
+
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
-                                     splat__tile_plan out[2], int *npass) {
+                                     splat__tile_plan out[2], splat__acsr part[2], int *npass) {
   *npass = 0;
   memset(out, 0, 2 * sizeof *out);
+  memset(part, 0, 2 * sizeof *part);
   if (!a || !single || single->computed <= 2 * a->nnz) return SPLAT_OK;
   const int64_t seq_q = a->seq_q, nsegs = a->row_seg[seq_q];
   int64_t ncontig = 0;
   for (int64_t s = 0; s < nsegs; s++) ncontig += a->segs[s].stride <= 1;
   if (ncontig == 0 || ncontig == nsegs) return SPLAT_OK;
-  /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind. */
-  splat__acsr part[2] = {*a, *a};
-  const int64_t count[2] = {nsegs - ncontig, ncontig};
+  /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
+   * (pass_row: counted, then filled). */
+  part[0] = part[1] = *a;
+  part[0].row_seg = part[1].row_seg = NULL;
+  part[0].segs = part[1].segs = NULL;
+  const int K = a->max_segments;
+  splat__segment r0[SPLAT_MAX_SEGMENTS], r1[SPLAT_MAX_SEGMENTS];
+  int64_t count[2] = {0, 0};
+  for (int64_t i = 0; i < seq_q; i++) {
+    int n0, n1;
+    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r0, &n0, r1,
+             &n1);
+    count[0] += n0;
+    count[1] += n1;
+  }
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
@@ -990,24 +1086,29 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
     for (int64_t i = 0; i < seq_q; i++) {
       part[0].row_seg[i] = n[0];
       part[1].row_seg[i] = n[1];
-      for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) {
-        const int k = a->segs[s].stride <= 1; /* strided first: see tile_plan.h */
-        part[k].segs[n[k]++] = a->segs[s];
-      }
+      int n0, n1; /* strided first: see tile_plan.h */
+      pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r0, &n0, r1,
+               &n1);
+      memcpy(&part[0].segs[n[0]], r0, (size_t)n0 * sizeof *r0);
+      memcpy(&part[1].segs[n[1]], r1, (size_t)n1 * sizeof *r1);
+      n[0] += n0;
+      n[1] += n1;
     }
     part[0].row_seg[seq_q] = n[0];
     part[1].row_seg[seq_q] = n[1];
+    for (int k = 0; k < 2; k++) {
+      part[k].nnz = a->rem_nnz;
+      for (int64_t x = 0; x < n[k]; x++)
+        part[k].nnz += (int64_t)part[k].segs[x].count * part[k].segs[x].width;
+    }
     for (int k = 0; k < 2 && st == SPLAT_OK; k++)
       st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k, &out[k]);
-  }
-  for (int k = 0; k < 2; k++) {
-    free(part[k].row_seg);
-    free(part[k].segs);
   }
   if (st == SPLAT_OK && 4 * (out[0].computed + out[1].computed) <= 3 * single->computed) {
     *npass = 2;
     return SPLAT_OK;
   }
+  for (int k = 0; k < 2; k++) splat__pass_acsr_free(&part[k]);
   splat__tile_plan_free(&out[0]);
   splat__tile_plan_free(&out[1]);
   return st;

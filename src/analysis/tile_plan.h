@@ -68,13 +68,20 @@ void splat__tile_plan_free(splat__tile_plan *t);
  * plan computes nearly dense tiles. Pass 0 plans the strided segments alone, pass 1 the
  * contiguous ones (each in its own row order), over the same regular rows; every
  * (row, key) of the mask is in exactly one pass, whose results the kernels merge per row.
- * The contiguous pass comes second: in its row order (identity, as a rule) a tile's rows
- * are consecutive, so its merge reads the first pass's rows from one block of the
- * workspace, where a strided pass's phase order scatters them (bench/NOTES.md v9).
- * *npass = 2 with out[0], out[1] built when that computes at most 3/4 of `single`'s work
- * (tried only when single computes over twice the mask's entries); else *npass = 0 and out
- * holds nothing. */
+ * Where a row's strided segments are one lattice its contiguous ones cut, the lattice
+ * points inside them go to the strided pass, so its tiles have no holes (a predicated
+ * diagonal cost strided(64) | window(64)'s strided pass a third of its time,
+ * bench/NOTES.md v9.3); the contiguous pass has them instead, at its edges. The
+ * contiguous pass comes second: in its row order (identity, as a rule) a tile's rows are
+ * consecutive, so its merge reads the first pass's rows from one block of the workspace,
+ * where a strided pass's phase order scatters them. *npass = 2 with out[0], out[1] built
+ * and each pass's own ACSR in part[0], part[1] (a's rows and remainder: rem_row and
+ * rem_cols are a's, shared; splat__pass_acsr_free each) when the two compute at most 3/4
+ * of `single`'s work (tried only when single computes over twice the mask's entries);
+ * else *npass = 0 and out and part hold nothing. */
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
-                                     splat__tile_plan out[2], int *npass);
+                                     splat__tile_plan out[2], splat__acsr part[2], int *npass);
+/* Frees a pass's ACSR from splat__tile_plan_passes (its row_seg and segs). */
+void splat__pass_acsr_free(splat__acsr *part);
 
 #endif

@@ -22,19 +22,16 @@ double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int
   return (double)batch * (double)heads * (double)seq_q * SPLAT_ROWPART_STRIDE(head_dim) * 4.0;
 }
 
-/* The passes' shapes: pass 0 has each regular row's strided segments, pass 1 its
- * contiguous ones (tile_plan.h splat__tile_plan_passes); the regular rows are the same. */
-static void pass_shapes(const splat__acsr *a, const splat__tile_plan pass[2],
+/* The passes' shapes from their ACSRs and plans (over the regular rows, the same in both). */
+static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2],
                         splat__attn_pass_shape shape[2]) {
   memset(shape, 0, 2 * sizeof *shape);
-  for (int64_t q = 0; q < pass[0].regular_rows; q++) {
-    const int64_t i = pass[0].permuted ? pass[0].perm[q] : q;
-    int n[2] = {0, 0};
-    for (int64_t s = a->row_seg[i]; s < a->row_seg[i + 1]; s++) n[a->segs[s].stride <= 1]++;
-    for (int k = 0; k < 2; k++)
-      if (n[k] > shape[k].segs) shape[k].segs = n[k];
-  }
   for (int k = 0; k < 2; k++) {
+    for (int64_t q = 0; q < pass[k].regular_rows; q++) {
+      const int64_t i = pass[k].permuted ? pass[k].perm[q] : q;
+      const int n = (int)(part[k].row_seg[i + 1] - part[k].row_seg[i]);
+      if (n > shape[k].segs) shape[k].segs = n;
+    }
     if (shape[k].segs < 1) shape[k].segs = 1;
     for (int64_t t = 0; t < pass[k].ntiles; t++)
       if (pass[k].tiles[t].nrows > shape[k].tile_rows) shape[k].tile_rows = pass[k].tiles[t].nrows;
@@ -43,15 +40,16 @@ static void pass_shapes(const splat__acsr *a, const splat__tile_plan pass[2],
 
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
                                      int64_t batch, int64_t heads, int head_dim,
-                                     splat__tile_plan pass[2], splat__attn_pass_shape shape[2],
-                                     int *npass) {
+                                     splat__tile_plan pass[2], splat__acsr part[2],
+                                     splat__attn_pass_shape shape[2], int *npass) {
   *npass = 0;
   memset(pass, 0, 2 * sizeof *pass);
+  memset(part, 0, 2 * sizeof *part);
   memset(shape, 0, 2 * sizeof *shape);
   int on = 1;
   splat_status st = splat__attn_passes_env(&on);
   if (st != SPLAT_OK || !on) return st;
-  st = splat__tile_plan_passes(a, single, pass, npass);
+  st = splat__tile_plan_passes(a, single, pass, part, npass);
   if (st != SPLAT_OK || *npass == 0) return st;
   const double bytes = splat__attn_passes_bytes(batch, heads, a->seq_q, head_dim);
   if (bytes > (double)SPLAT__ATTN_PASSES_MAX_BYTES) {
@@ -60,12 +58,14 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
                "entries: their workspace would take %.0f MiB",
                (long long)(pass[0].computed + pass[1].computed), (long long)single->computed,
                bytes / (1 << 20));
-    splat__tile_plan_free(&pass[0]);
-    splat__tile_plan_free(&pass[1]);
+    for (int k = 0; k < 2; k++) {
+      splat__tile_plan_free(&pass[k]);
+      splat__pass_acsr_free(&part[k]);
+    }
     *npass = 0;
     return SPLAT_OK;
   }
-  pass_shapes(a, pass, shape);
+  pass_shapes(part, pass, shape);
   splat__log(SPLAT__LOG_INFO,
              "fused attention: two passes computing %lld + %lld entries (one: %lld); up to %d + "
              "%d segments a row, %d + %d rows a tile",
@@ -80,17 +80,20 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
   *two_pass = *split = 0;
   splat__acsr a;
   splat__tile_plan single, pass[2];
+  splat__acsr part[2];
   memset(&single, 0, sizeof single);
   splat_status st = splat__acsr_build(p, SPLAT_MAX_SEGMENTS, &a);
   if (st != SPLAT_OK) return st;
   st = splat__tile_plan_build(&a, tile_q, tile_k, &single);
   int npass = 0;
   if (st == SPLAT_OK)
-    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, pass, shape, &npass);
+    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, pass, part, shape, &npass);
   if (st == SPLAT_OK && npass) {
     *two_pass = 1;
-    splat__tile_plan_free(&pass[0]);
-    splat__tile_plan_free(&pass[1]);
+    for (int k = 0; k < 2; k++) {
+      splat__tile_plan_free(&pass[k]);
+      splat__pass_acsr_free(&part[k]);
+    }
   }
   int max_ktiles = 0;
   if (st == SPLAT_OK && !npass) st = splat__attn_split_env(&max_ktiles);

@@ -1,7 +1,7 @@
 /* attn_passes.h — whether a plan's fused attention runs as two passes (tile_plan.h
- * splat__tile_plan_passes: contiguous segments in one, strided ones in the other, each in
- * its own row order), and the per-row workspace that carries pass 1's results to pass 2
- * (kernels/attention_common.cuh splat_attn_store). */
+ * splat__tile_plan_passes: strided segments in one, contiguous ones in the other, each
+ * with its own ACSR and row order), and the per-row workspace that carries pass 1's
+ * results to pass 2 (kernels/attention_common.cuh splat_attn_store). */
 #ifndef SPLAT_CUDA_ATTN_PASSES_H
 #define SPLAT_CUDA_ATTN_PASSES_H
 
@@ -32,12 +32,13 @@ typedef struct splat__attn_pass_shape {
 /* The two passes of the fused attention for a plan with ACSR a, single tile plan `single`
  * and batch x heads x head_dim, when SPLAT_ATTN_PASSES allows, two passes compute at most
  * 3/4 of the single plan, and the workspace fits SPLAT__ATTN_PASSES_MAX_BYTES: *npass = 2
- * with pass[0], pass[1] built (splat__tile_plan_free each) and their shapes in shape[0],
- * shape[1]. Else *npass = 0. */
+ * with pass[0], pass[1] built (splat__tile_plan_free each), their ACSRs in part[0],
+ * part[1] (splat__pass_acsr_free each) and their shapes in shape[0], shape[1]. Else
+ * *npass = 0. */
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
                                      int64_t batch, int64_t heads, int head_dim,
-                                     splat__tile_plan pass[2], splat__attn_pass_shape shape[2],
-                                     int *npass);
+                                     splat__tile_plan pass[2], splat__acsr part[2],
+                                     splat__attn_pass_shape shape[2], int *npass);
 
 /* For `splat codegen` (no plan, no GPU): whether a plan of pattern p with the default K
  * and tile shape tile_q x tile_k would run its fused attention in two passes (as

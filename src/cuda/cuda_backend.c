@@ -80,7 +80,7 @@ struct splat__cuda_plan {
   splat_dev_pattern attn_pat;
   int64_t attn_ntiles, nmerge;
   CUdeviceptr part;
-  /* Two-pass fused attention (attn_passes.h): each pass's pattern (perm, tiles, runs) and
+  /* Two-pass fused attention (attn_passes.h): each pass's pattern (segments, perm, tiles, runs) and
    * tiles, and the per-row workspace `rowpart`; npass 0 for a single pass. */
   int npass;
   splat_dev_pattern pass_pat[2];
@@ -218,10 +218,18 @@ static int plan_fits_int32(const splat__tile_plan *t) {
  * (attn_passes.h; npass 0: one), and SPLAT_ATTN_SPLIT's key tiles per chunk (0: no split). */
 typedef struct attn_layout {
   splat__tile_plan pass[2];
+  splat__acsr part[2]; /* each pass's own ACSR (its predicates' segments) */
   splat__attn_pass_shape shape[2];
   int npass;
   int max_ktiles;
 } attn_layout;
+
+static void attn_layout_free(attn_layout *l) {
+  for (int k = 0; k < 2; k++) {
+    splat__tile_plan_free(&l->pass[k]);
+    splat__pass_acsr_free(&l->part[k]);
+  }
+}
 
 /* The layout of a plan whose ops include the attention and whose spec has a tile kernel
  * (else one pass, no split). */
@@ -234,20 +242,14 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
       !p->spec[SPLAT__KOP_ATTENTION].tile)
     return st;
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
-                               plan->desc.head_dim, l->pass, l->shape, &l->npass);
+                               plan->desc.head_dim, l->pass, l->part, l->shape, &l->npass);
   if (st == SPLAT_OK && l->npass &&
       (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]))) {
-    splat__tile_plan_free(&l->pass[0]);
-    splat__tile_plan_free(&l->pass[1]);
+    attn_layout_free(l);
     l->npass = 0;
   }
   if (st == SPLAT_OK && !l->npass) l->max_ktiles = max_ktiles;
   return st;
-}
-
-static void attn_layout_free(attn_layout *l) {
-  splat__tile_plan_free(&l->pass[0]);
-  splat__tile_plan_free(&l->pass[1]);
 }
 
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
@@ -294,7 +296,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, al->max_ktiles, &split);
     if (split.nmerge == 0) splat__attn_split_free(&split); /* nothing was split */
   }
-  int64_t off[17];
+  int64_t off[21];
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
     off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
@@ -312,8 +314,12 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       off[11 + 3 * k] = stage_add(&s, pass[k].perm, npass ? (size_t)a->seq_q * 4 : 0);
       off[12 + 3 * k] = stage_add(&s, ptiles[k], (size_t)pass[k].ntiles * sizeof *tiles);
       off[13 + 3 * k] = stage_add(&s, pruns[k], (size_t)pass[k].nruns * sizeof *runs);
+      const splat__acsr *pa = &al->part[k];
+      off[17 + 2 * k] = stage_add(&s, pa->row_seg, npass ? (size_t)(a->seq_q + 1) * 8 : 0);
+      off[18 + 2 * k] =
+          stage_add(&s, pa->segs, npass ? (size_t)pa->row_seg[a->seq_q] * sizeof *pa->segs : 0);
     }
-    for (int i = 0; i < 17; i++) {
+    for (int i = 0; i < 21; i++) {
       if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
     }
   }
@@ -354,6 +360,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_pat[k].perm = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[11 + 3 * k]);
       p->pass_pat[k].tiles = (const splat_dev_tile *)(uintptr_t)(m + (CUdeviceptr)off[12 + 3 * k]);
       p->pass_pat[k].runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[13 + 3 * k]);
+      p->pass_pat[k].row_seg = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[17 + 2 * k]);
+      p->pass_pat[k].segs = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[18 + 2 * k]);
       p->pass_ntiles[k] = pass[k].ntiles;
     }
     if (st == SPLAT_OK && npass) {
