@@ -2,12 +2,13 @@
  * (attention_tile.cuh on mma.sync, attention_wgmma.cuh on wgmma): the closed-form mask of
  * predicated runs, the online softmax, the epilogue that writes O / l and the
  * log-sum-exp, and, for the chunks of a split tile, the partial store the merge kernel
- * reads (attention_merge.cuh, a program of its own). Both kernels hold a warp's 16 x KT scores and
- * its 16 x head_dim output in the same register layout (the m16n8 accumulator, repeated over
- * 8-column blocks j): s[4j + 2hf + e]  row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e o[4j +
- * 2hf + e]  the same rows, head_dim column 8j + 2t + e with g = lane / 4, t = lane % 4, hf, e in
- * {0, 1}. m and l are the running max (base 2) and this thread's part of the running sum of rows g
- * and g + 8.
+ * reads (attention_merge.cuh, a program of its own). Both kernels hold a warp's 16 x KT
+ * scores and its 16 x head_dim output in the same register layout (the m16n8 accumulator,
+ * repeated over 8-column blocks j):
+ *     s[4j + 2hf + e]  row 16 warp + g + 8 hf, gathered key g0 + 8j + 2t + e
+ *     o[4j + 2hf + e]  the same rows, head_dim column 8j + 2t + e
+ * with g = lane / 4, t = lane % 4, hf, e in {0, 1}. m and l are the running max (base 2)
+ * and this thread's part of the running sum of rows g and g + 8.
  *
  * Needs SPLAT_MAX_SEGS and SPLAT_DT from the prelude. */
 
@@ -211,7 +212,8 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
 /* O / l (zeros for rows without entries) to the original rows row[0], row[1] of the
  * block's rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
  * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
- * plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges them in:
+ * plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges
+ * them in:
  * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
  * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
  * could alias them for all the compiler knows: loads interleaved with stores would wait a

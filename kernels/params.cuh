@@ -122,8 +122,8 @@ typedef struct splat_spmm_params {
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
  * tma is 1 (else every key sub-tile is gathered). Two-pass plans (tile_plan.h
  * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
- * rowpart ([batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32, by original row) instead of writing
- * out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
+ * rowpart ([batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32, by original row)
+ * instead of writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
   splat_dev_pattern pat;

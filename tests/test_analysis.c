@@ -327,10 +327,19 @@ static int check_passes(const splat__acsr *a, const splat__tile_plan *single, co
   int ok = cnt != NULL;
   for (int k = 0; k < 2 && ok; k++) {
     /* Each pass's predicates follow its own ACSR: strided segments in pass 0, contiguous
-     * ones in pass 1. */
+     * ones in pass 1, at most K a row, in order of their first keys. */
     for (int64_t x = 0; x < part[k].row_seg[a->seq_q]; x++) {
       CHECKF((part[k].segs[x].stride > 1) == (k == 0), "%s: pass %d has a segment of stride %d",
              what, k, part[k].segs[x].stride);
+    }
+    for (int64_t i = 0; i < a->seq_q; i++) {
+      const int64_t b = part[k].row_seg[i], e = part[k].row_seg[i + 1];
+      CHECKF(e - b <= a->max_segments, "%s: pass %d row %lld has %lld segments", what, k,
+             (long long)i, (long long)(e - b));
+      for (int64_t x = b + 1; x < e; x++) {
+        CHECKF(part[k].segs[x].start > part[k].segs[x - 1].start,
+               "%s: pass %d row %lld: segments out of order", what, k, (long long)i);
+      }
     }
     snprintf(w, sizeof w, "%s pass %d", what, k);
     ok = count_plan(&part[k], &pass[k], cnt, w);

@@ -220,6 +220,7 @@ typedef struct attn_layout {
   splat__tile_plan pass[2];
   splat__acsr part[2]; /* each pass's own ACSR (its predicates' segments) */
   splat__attn_pass_shape shape[2];
+  splat__kspec spec[2]; /* each pass's attention tile kernel (splat__kspec_for_pass) */
   int npass;
   int max_ktiles;
 } attn_layout;
@@ -243,8 +244,17 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
     return st;
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
                                plan->desc.head_dim, l->pass, l->part, l->shape, &l->npass);
+  /* Each pass's tile kernel, specialised for its rows: a pass may have more segments a row
+   * than the single plan (its contiguous segments split around lattice points), and a
+   * kernel over the device's shared memory has no tile kernel: then one pass. */
+  for (int k = 0; k < l->npass && st == SPLAT_OK; k++) {
+    st = splat__kspec_for_pass(&l->spec[k], &plan->report, plan->desc.dtype,
+                               (int)plan->desc.head_dim, p->cu->dev.max_smem_per_block_optin,
+                               p->cu->dev.arch, l->shape[k].segs, l->shape[k].tile_rows, k + 1);
+  }
   if (st == SPLAT_OK && l->npass &&
-      (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]))) {
+      (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]) || !l->spec[0].tile ||
+       !l->spec[1].tile)) {
     attn_layout_free(l);
     l->npass = 0;
   }
@@ -431,6 +441,10 @@ static splat_status build_kernels(splat__cuda_plan *p, splat_plan *plan) {
   int ops[SPLAT__KPROG_MAX], n = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     if (d->ops & (1u << op)) {
+      if (n + SPLAT__KPROG_PER_OP > SPLAT__KPROG_MAX) {
+        return splat__fail(SPLAT_ERR_INTERNAL, "plan kernels: more than %d programs",
+                           SPLAT__KPROG_MAX);
+      }
       const int m = splat__kspec_programs(&p->spec[op], &p->attn_pass2_spec, &want[n]);
       for (int i = 0; i < m; i++) ops[n++] = op;
     }
@@ -493,14 +507,11 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
   if (st == SPLAT_OK) st = attn_layout_plan(p, plan, &al);
   if (st == SPLAT_OK) {
     splat__kspec_attn_epilogues(p->spec, al.npass > 0, al.max_ktiles > 0);
-    for (int k = 0; k < al.npass && st == SPLAT_OK; k++) {
-      /* Each pass's tile kernel specialised for its own rows (segments, tile rows). */
-      st = splat__kspec_for_pass(k ? &p->attn_pass2_spec : &p->spec[SPLAT__KOP_ATTENTION],
-                                 &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
-                                 cu->dev.max_smem_per_block_optin, cu->dev.arch, al.shape[k].segs,
-                                 al.shape[k].tile_rows, k + 1);
+    if (al.npass) { /* each pass's own tile kernel */
+      p->spec[SPLAT__KOP_ATTENTION] = al.spec[0];
+      p->attn_pass2_spec = al.spec[1];
     }
-    if (st == SPLAT_OK) st = build_kernels(p, plan);
+    st = build_kernels(p, plan);
   }
   if (st == SPLAT_OK) st = upload(p, plan, &al);
   attn_layout_free(&al);
@@ -672,7 +683,8 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   if (p->tile[op] && tile_ok) {
     *shape = dev_shape(plan, 0, 0);
     const int epi = p->spec[op].epi;
-    if (op == SPLAT__KOP_ATTENTION && (p->npass    ? epi != SPLAT_EPI_PASS1 || !p->attn_pass2
+    if (op == SPLAT__KOP_ATTENTION && (p->npass ? epi != SPLAT_EPI_PASS1 || !p->attn_pass2 ||
+                                                      p->attn_pass2_spec.epi != SPLAT_EPI_PASS2
                                        : p->nmerge ? epi != SPLAT_EPI_SPLIT || !p->merge
                                                    : epi == SPLAT_EPI_PASS1)) {
       /* Each attention tile kernel carries one epilogue (kernels/params.cuh SPLAT_EPI_*). */
