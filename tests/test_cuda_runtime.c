@@ -821,13 +821,33 @@ static void test_attn_epilogues(void) {
     if (i == 0) {
       /* Each pass's kernel for its rows: one consumer warpgroup for the 64-row classes,
        * two and 128-key sub-tiles for the window; the second pass's is the third program. */
-      splat__kspec p1, p2, prog[SPLAT__KPROG_PER_OP];
+      splat__kspec ps[2], prog[SPLAT__KPROG_PER_OP];
       splat_report r2;
+      int kernels = 0;
       CHECK(splat_analyze(pat, 0, 0, 0, &r2) == SPLAT_OK);
-      CHECK(splat__kspec_for_pass(&p1, &r2, SPLAT_BF16, 64, 0, "sm_90a", shape[0].segs,
-                                  shape[0].tile_rows, 1) == SPLAT_OK);
-      CHECK(splat__kspec_for_pass(&p2, &r2, SPLAT_BF16, 64, 0, "sm_90a", shape[1].segs,
-                                  shape[1].tile_rows, 2) == SPLAT_OK);
+      CHECK(splat__attn_pass_specs(ps, shape, &r2, SPLAT_BF16, 64, 0, "sm_90a", &kernels) ==
+                SPLAT_OK &&
+            kernels);
+      const splat__kspec p1 = ps[0], p2 = ps[1];
+      /* A pass whose kernel exceeds the device's shared memory where the single plan's does
+       * not (the window of strided(16) | window(56) splits into 8 segments a row; d128 on an
+       * sm_86 with 99 KB): no two passes. */
+      splat_pattern *p16 = NULL;
+      splat_report r16;
+      splat__attn_pass_shape sh16[2];
+      int two16 = 0, split16 = 0;
+      CHECK(splat_pattern_parse("strided(16) | window(56)", 4096, 4096, &p16) == SPLAT_OK &&
+            splat_analyze(p16, 0, 0, 0, &r16) == SPLAT_OK);
+      CHECK(splat__attn_passes_of_pattern(p16, r16.tile_q, r16.tile_k, 128, &two16, sh16,
+                                          &split16) == SPLAT_OK &&
+            two16 && sh16[1].segs == 8);
+      CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 0, "sm_86", &kernels) ==
+                SPLAT_OK &&
+            kernels);
+      CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 101376, "sm_86", &kernels) ==
+                SPLAT_OK &&
+            !kernels && ps[0].tile && !ps[1].tile);
+      splat_pattern_destroy(p16);
       CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 4 && p1.max_segs == 1 &&
                  p1.epi == SPLAT_EPI_PASS1 && p1.program == SPLAT__KPROG_TILE,
              "pass 1: warps %d segs %d epi %d", p1.warps, p1.max_segs, p1.epi);

@@ -649,15 +649,18 @@ static int cmd_codegen(int argc, char **argv) {
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   /* Each pass's tile kernel for its own rows, as plan creation does (one pass where either
    * has none). */
-  splat__kspec pass1;
-  memset(&pass1, 0, sizeof pass1);
-  for (int k = 0; k < 2 && two_pass && st == SPLAT_OK; k++) {
-    st = splat__kspec_for_pass(k ? &pass2 : &pass1, &rep, (splat_dtype)dtype, (int)head_dim, 0,
-                               arch, shape[k].segs, shape[k].tile_rows, k + 1);
-  }
-  if (st == SPLAT_OK && two_pass && (!pass1.tile || !pass2.tile)) two_pass = 0;
+  splat__kspec passes[2];
+  int kernels = 0;
+  if (two_pass)
+    st = splat__attn_pass_specs(passes, shape, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch,
+                                &kernels);
+  if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
+  two_pass = two_pass && kernels;
   splat__kspec_attn_epilogues(specs, two_pass, split);
-  if (two_pass) specs[SPLAT__KOP_ATTENTION] = pass1;
+  if (two_pass) {
+    specs[SPLAT__KOP_ATTENTION] = passes[0];
+    pass2 = passes[1];
+  }
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   printf(
       "// splat codegen: %s, seq %lld x %lld, head_dim %lld, %s, %s: %lld query tiles, %lld "

@@ -74,6 +74,19 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
+splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass_shape shape[2],
+                                    const splat_report *rep, splat_dtype dt, int head_dim,
+                                    int smem_optin, const char *arch, int *ok) {
+  *ok = 0;
+  for (int k = 0; k < 2; k++) {
+    const splat_status st = splat__kspec_for_pass(&spec[k], rep, dt, head_dim, smem_optin, arch,
+                                                  shape[k].segs, shape[k].tile_rows, k + 1);
+    if (st != SPLAT_OK) return st;
+  }
+  *ok = spec[0].tile && spec[1].tile;
+  return SPLAT_OK;
+}
+
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
                                            int head_dim, int *two_pass,
                                            splat__attn_pass_shape shape[2], int *split) {

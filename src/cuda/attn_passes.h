@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "analysis/tile_plan.h"
+#include "cuda/kgen.h"
 #include "splat.h"
 
 /* The workspace is [batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32 (params.cuh);
@@ -39,6 +40,16 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
                                      int64_t batch, int64_t heads, int head_dim,
                                      splat__tile_plan pass[2], splat__acsr part[2],
                                      splat__attn_pass_shape shape[2], int *npass);
+
+/* Each pass's attention tile spec for its shape (kgen.h splat__kspec_for_pass), in
+ * spec[0..1], for a plan of report rep, dtype dt and head_dim on arch with smem_optin bytes
+ * of shared memory (0: no limit); *ok = 1 when both have a tile kernel, else 0 and the plan
+ * runs one pass (a pass's kernel may exceed the shared memory where the single plan's does
+ * not: its contiguous segments split around lattice points). Fails as
+ * splat__kspec_for_pass. */
+splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass_shape shape[2],
+                                    const splat_report *rep, splat_dtype dt, int head_dim,
+                                    int smem_optin, const char *arch, int *ok);
 
 /* For `splat codegen` (no plan, no GPU): whether a plan of pattern p with the default K
  * and tile shape tile_q x tile_k would run its fused attention in two passes (as

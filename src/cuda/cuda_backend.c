@@ -220,7 +220,7 @@ typedef struct attn_layout {
   splat__tile_plan pass[2];
   splat__acsr part[2]; /* each pass's own ACSR (its predicates' segments) */
   splat__attn_pass_shape shape[2];
-  splat__kspec spec[2]; /* each pass's attention tile kernel (splat__kspec_for_pass) */
+  splat__kspec spec[2]; /* each pass's attention tile kernel (splat__attn_pass_specs) */
   int npass;
   int max_ktiles;
 } attn_layout;
@@ -244,17 +244,14 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
     return st;
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
                                plan->desc.head_dim, l->pass, l->part, l->shape, &l->npass);
-  /* Each pass's tile kernel, specialised for its rows: a pass may have more segments a row
-   * than the single plan (its contiguous segments split around lattice points), and a
-   * kernel over the device's shared memory has no tile kernel: then one pass. */
-  for (int k = 0; k < l->npass && st == SPLAT_OK; k++) {
-    st = splat__kspec_for_pass(&l->spec[k], &plan->report, plan->desc.dtype,
-                               (int)plan->desc.head_dim, p->cu->dev.max_smem_per_block_optin,
-                               p->cu->dev.arch, l->shape[k].segs, l->shape[k].tile_rows, k + 1);
+  int kernels = 1; /* each pass's tile kernel, for its rows; without either, one pass */
+  if (st == SPLAT_OK && l->npass) {
+    st = splat__attn_pass_specs(l->spec, l->shape, &plan->report, plan->desc.dtype,
+                                (int)plan->desc.head_dim, p->cu->dev.max_smem_per_block_optin,
+                                p->cu->dev.arch, &kernels);
   }
   if (st == SPLAT_OK && l->npass &&
-      (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]) || !l->spec[0].tile ||
-       !l->spec[1].tile)) {
+      (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]) || !kernels)) {
     attn_layout_free(l);
     l->npass = 0;
   }
