@@ -190,6 +190,10 @@ SPLAT_DEV float *splat_attn_rowpart(const splat_attention_params &P, int64_t b, 
          ((b * P.shape.heads + h) * P.pat.seq_q + row) * SPLAT_ROWPART_STRIDE(SPLAT_HEAD_DIM);
 }
 
+/* Floats of a workspace row a copy into shared memory takes (O, m and l, rounded up to
+ * whole 16-byte chunks: a bulk copy's unit; within SPLAT_ROWPART_STRIDE). */
+#define SPLAT_ROWPART_COPY ((SPLAT_HEAD_DIM + 2 + 3) / 4 * 4)
+
 /* Pass 2 of a two-pass plan: pulls the pass-1 results of block rows r0, r0 + 8 (below
  * nrows; original rows row[0], row[1]) towards L2 at the item's start, so splat_attn_store's
  * loads of them do not wait on DRAM. A quad's threads take the row's 128-byte lines in turn. */
@@ -217,11 +221,24 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
  * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
  * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
  * could alias them for all the compiler knows: loads interleaved with stores would wait a
- * memory round trip per column pair); splat_attn_prefetch_prior has brought them to L2. */
-template <int NO, int PC = 4>
+ * memory round trip per column pair); splat_attn_prefetch_prior has brought them to L2, or
+ * (STAGED) the kernel has copied them to shared memory: block row r at staged + r x
+ * SPLAT_ROWPART_COPY. */
+template <int NO, int PC = 4, bool STAGED = false>
 SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
-                                const int (&row)[2], int r0, int nrows, int t) {
+                                const int (&row)[2], int r0, int nrows, int t,
+                                const float *staged = nullptr) {
+  /* Two floats of pass 1's row: ld.shared where staged (a generic load costs an address
+   * check). */
+  auto prior2 = [&](const float *p) {
+    if (!STAGED) return *(const float2 *)p;
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+                 : "=f"(v.x), "=f"(v.y)
+                 : "r"((uint32_t)__cvta_generic_to_shared(p)));
+    return v;
+  };
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
@@ -241,8 +258,8 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       const float *prior = nullptr; /* pass 2: pass 1's row */
       if (SPLAT_ATTN_PASS == 2) {
-        prior = splat_attn_rowpart(P, b, h, row[hf]);
-        const float2 ml = *(const float2 *)(prior + SPLAT_HEAD_DIM);
+        prior = STAGED ? staged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, row[hf]);
+        const float2 ml = prior2(prior + SPLAT_HEAD_DIM);
         const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
         w = splat_ex2(mx - base);
         w1 = splat_ex2(ml.x - base);
@@ -260,7 +277,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
 #pragma unroll
         for (int j = 0; j < PC; j++) {
           const int d = 8 * (j0 + j) + 2 * t;
-          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM ? *(const float2 *)(prior + d)
+          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM ? prior2(prior + d)
                                                                  : make_float2(0.f, 0.f);
         }
 #pragma unroll

@@ -40,7 +40,10 @@
  * compile time); SPLIT also leaves the partial results of split chunks for the merge kernel
  * (attention_merge.cuh, its own program) and stores unsplit tiles' rows to any output;
  * PASS1 / PASS2, the two passes of a two-pass plan: leave every row's partial result, and
- * merge it into the second pass's (attention_common.cuh splat_attn_store). */
+ * merge it into the second pass's (attention_common.cuh splat_attn_store); where shared
+ * memory allows (head_dim 64), pass 2's consumers copy their rows' pass-1 results into
+ * shared memory at each item's start (bulk copies on an mbarrier), so the merge at the
+ * item's end reads them there, not from L2. */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -77,12 +80,20 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
  * buffer), interval tables + their spans per producer warp + counts, two buffers of row
- * ids, two task records (48 bytes each). */
-#define SPLAT_ATTN_SMEM                                                                    \
+ * ids, two task records (48 bytes each); then, where it fits (a CTA's 227 KB, or half an
+ * SM's 228 KB less the 1 KB reserved per CTA where two share an SM), pass 2 stages its rows'
+ * pass-1 results (SPLAT_WS_STAGED): a barrier per consumer warpgroup and SPLAT_ROWPART_COPY
+ * floats a row. */
+#define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
    SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
+#define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY * 4)
+#define SPLAT_WS_STAGED                                                  \
+  (SPLAT_ATTN_PASS == 2 && SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= \
+                               (SPLAT_MIN_CTAS > 1 ? 233472 / 2 - 1024 : 232448))
+#define SPLAT_ATTN_SMEM (SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED * SPLAT_WS_STAGED_BYTES)
 
 /* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
  * consumer warpgroup's 64): lo..hi, the hull of their intervals when every row has one, or
@@ -252,6 +263,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sNiv = (int *)(sSpan + SPLAT_STAGES * (SPLAT_TQ / 32));
   int *sRows = sNiv + SPLAT_STAGES * SPLAT_TQ; /* [2][TQ] original rows of the items */
   splat_ws_task *sTask = (splat_ws_task *)(sRows + 2 * SPLAT_TQ); /* [2] the items */
+  uint64_t *pfull = (uint64_t *)(sTask + 2); /* [WGS] (SPLAT_WS_STAGED): the rows' copies are in */
+  float *sStaged = (float *)(pfull + 2);     /* [TQ][SPLAT_ROWPART_COPY] (SPLAT_WS_STAGED) */
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {
@@ -262,6 +275,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_mbar_init(&qfull[b], 128);
       splat_mbar_init(&qempty[b], 128 * SPLAT_WGS);
     }
+    if (SPLAT_WS_STAGED)
+      for (int c = 0; c < SPLAT_WGS; c++) splat_mbar_init(&pfull[c], 64); /* a copy a row */
     splat_mbar_fence_init();
   }
   __syncthreads(); /* the barriers are in */
@@ -431,9 +446,24 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     if (nrows <= 0) break;               /* the producer's end of the walk */
     const int slot = ta.w;               /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
-    if (SPLAT_ATTN_PASS == 2)
+    if (SPLAT_WS_STAGED) {
+      /* Pass 2: this warpgroup's rows' pass-1 results into its rows of sStaged, a bulk copy a
+       * row (its first 64 threads), completing on pfull[cw] while the item's sub-tiles run
+       * (the phase of item k has parity k & 1). The warpgroup's reads of the last item's
+       * rows, and its waits on the last phase, are done first (its named barrier). */
+      splat_bar_sync(2 + cw, 128);
+      const int lr = threadIdx.x & 127, r = 64 * cw + lr;
+      if (lr < 64) {
+        splat_mbar_arrive_expect_tx(&pfull[cw], r < nrows ? SPLAT_ROWPART_COPY * 4 : 0);
+        if (r < nrows)
+          splat_bulk_load(sStaged + r * SPLAT_ROWPART_COPY,
+                          splat_attn_rowpart(P, sTask[qb].c.x, sTask[qb].c.y, sRow[r]),
+                          SPLAT_ROWPART_COPY * 4, &pfull[cw]);
+      }
+    } else if (SPLAT_ATTN_PASS == 2) {
       splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
                                 nrows, t);
+    }
 
     float o[SPLAT_NO];
 #pragma unroll
@@ -627,8 +657,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, ta.z, r0, nrows, t);
       } else {
         /* One consumer warpgroup has 128 registers a thread: its pass 2 loads a pair at a time. */
-        splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1)>(P, o, m, l, tc.x, tc.y, row, r0, nrows,
-                                                            t);
+        if (SPLAT_WS_STAGED) splat_mbar_wait(&pfull[cw], k & 1u);
+        splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1), SPLAT_WS_STAGED>(
+            P, o, m, l, tc.x, tc.y, row, r0, nrows, t, sStaged);
       }
     }
 #endif

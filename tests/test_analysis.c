@@ -326,10 +326,10 @@ static int check_passes(const splat__acsr *a, const splat__tile_plan *single, co
   char w[340];
   int ok = cnt != NULL;
   for (int k = 0; k < 2 && ok; k++) {
-    /* Each pass's predicates follow its own ACSR: strided segments in pass 0, contiguous
+    /* Each pass's predicates follow its own ACSR: contiguous segments in pass 0, strided
      * ones in pass 1, at most K a row, in order of their first keys. */
     for (int64_t x = 0; x < part[k].row_seg[a->seq_q]; x++) {
-      CHECKF((part[k].segs[x].stride > 1) == (k == 0), "%s: pass %d has a segment of stride %d",
+      CHECKF((part[k].segs[x].stride > 1) == (k == 1), "%s: pass %d has a segment of stride %d",
              what, k, part[k].segs[x].stride);
     }
     for (int64_t i = 0; i < a->seq_q; i++) {

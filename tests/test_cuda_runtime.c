@@ -811,16 +811,16 @@ static void test_attn_epilogues(void) {
     CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
     CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
     CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
-    /* strided(64) | window(64): the strided pass first, in phase classes of 64 rows, each
-     * row's whole lattice one segment (its points inside the window too: tile_plan.h); the
-     * window's in 128-row tiles, split around those points. */
-    CHECKF(i == 1 || (shape[0].segs == 1 && shape[0].tile_rows == 64 && shape[1].segs == 2 &&
-                      shape[1].tile_rows == 128),
+    /* strided(64) | window(64): the window's pass first, in 128-row tiles, split around
+     * the lattice points; then the strided pass, in phase classes of 64 rows, each row's
+     * whole lattice one segment (its points inside the window too: tile_plan.h). */
+    CHECKF(i == 1 || (shape[0].segs == 2 && shape[0].tile_rows == 128 && shape[1].segs == 1 &&
+                      shape[1].tile_rows == 64),
            "pass shapes %d/%d, %d/%d", shape[0].segs, shape[0].tile_rows, shape[1].segs,
            shape[1].tile_rows);
     if (i == 0) {
-      /* Each pass's kernel for its rows: one consumer warpgroup for the 64-row classes,
-       * two and 128-key sub-tiles for the window; the second pass's is the third program. */
+      /* Each pass's kernel for its rows: two consumer warpgroups and 128-key sub-tiles for
+       * the window, one for the 64-row classes; the second pass's is the third program. */
       splat__kspec ps[2], prog[SPLAT__KPROG_PER_OP];
       splat_report r2;
       int kernels = 0;
@@ -840,26 +840,34 @@ static void test_attn_epilogues(void) {
             splat_analyze(p16, 0, 0, 0, &r16) == SPLAT_OK);
       CHECK(splat__attn_passes_of_pattern(p16, r16.tile_q, r16.tile_k, 128, &two16, sh16,
                                           &split16) == SPLAT_OK &&
-            two16 && sh16[1].segs == 8);
+            two16 && sh16[0].segs == 8);
       CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 0, "sm_86", &kernels) ==
                 SPLAT_OK &&
             kernels);
       CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 101376, "sm_86", &kernels) ==
                 SPLAT_OK &&
-            !kernels && ps[0].tile && !ps[1].tile);
+            !kernels && !ps[0].tile && ps[1].tile);
       splat_pattern_destroy(p16);
-      CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 4 && p1.max_segs == 1 &&
+      CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 8 && p1.kt == 128 && p1.max_segs == 2 &&
                  p1.epi == SPLAT_EPI_PASS1 && p1.program == SPLAT__KPROG_TILE,
-             "pass 1: warps %d segs %d epi %d", p1.warps, p1.max_segs, p1.epi);
-      CHECKF(p2.wgmma == SPLAT__WGMMA_WS && p2.warps == 8 && p2.kt == 128 && p2.max_segs == 2 &&
+             "pass 1: warps %d kt %d segs %d epi %d", p1.warps, p1.kt, p1.max_segs, p1.epi);
+      CHECKF(p2.wgmma == SPLAT__WGMMA_WS && p2.warps == 4 && p2.max_segs == 1 &&
                  p2.epi == SPLAT_EPI_PASS2 && p2.program == SPLAT__KPROG_PASS2,
-             "pass 2: warps %d kt %d segs %d epi %d", p2.warps, p2.kt, p2.max_segs, p2.epi);
+             "pass 2: warps %d segs %d epi %d", p2.warps, p2.max_segs, p2.epi);
+      /* Pass 2 stages its rows' pass-1 results in shared memory where two of its CTAs
+       * still share an SM: 64 rows of 68 floats and two barriers. */
+      splat__kspec p2_unstaged = p2;
+      p2_unstaged.epi = SPLAT_EPI_PASS1;
+      CHECKF(
+          splat__kspec_tile_smem(&p2) - splat__kspec_tile_smem(&p2_unstaged) == 16 + 64 * 68 * 4 &&
+              2 * (splat__kspec_tile_smem(&p2) + 1024) <= 233472,
+          "pass 2 smem %d", splat__kspec_tile_smem(&p2));
       char n1[176], n2[176];
       CHECK(splat__kspec_programs(&p1, &p2, prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
-      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q64_k128_kt64_s4_seg1_pass1.cu") &&
-                 !strcmp(n2, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass2.cu"),
+      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass1.cu") &&
+                 !strcmp(n2, "splat_attn_ws_bf16_d64_q64_k128_kt64_s4_seg1_pass2.cu"),
              "%s %s", n1, n2);
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);

@@ -1064,14 +1064,16 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   part[0].row_seg = part[1].row_seg = NULL;
   part[0].segs = part[1].segs = NULL;
   const int K = a->max_segments;
-  splat__segment r0[SPLAT_MAX_SEGMENTS], r1[SPLAT_MAX_SEGMENTS];
+  /* r[0], n[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h),
+   * r[1], n[1]: the strided pass's. */
+  splat__segment r[2][SPLAT_MAX_SEGMENTS];
   int64_t count[2] = {0, 0};
   for (int64_t i = 0; i < seq_q; i++) {
-    int n0, n1;
-    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r0, &n0, r1,
-             &n1);
-    count[0] += n0;
-    count[1] += n1;
+    int n[2];
+    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &n[1],
+             r[0], &n[0]);
+    count[0] += n[0];
+    count[1] += n[1];
   }
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
@@ -1086,13 +1088,13 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
     for (int64_t i = 0; i < seq_q; i++) {
       part[0].row_seg[i] = n[0];
       part[1].row_seg[i] = n[1];
-      int n0, n1; /* strided first: see tile_plan.h */
-      pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r0, &n0, r1,
-               &n1);
-      memcpy(&part[0].segs[n[0]], r0, (size_t)n0 * sizeof *r0);
-      memcpy(&part[1].segs[n[1]], r1, (size_t)n1 * sizeof *r1);
-      n[0] += n0;
-      n[1] += n1;
+      int m[2];
+      pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &m[1],
+               r[0], &m[0]);
+      for (int k = 0; k < 2; k++) {
+        memcpy(&part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
+        n[k] += m[k];
+      }
     }
     part[0].row_seg[seq_q] = n[0];
     part[1].row_seg[seq_q] = n[1];

@@ -65,16 +65,18 @@ void splat__tile_plan_free(splat__tile_plan *t);
 
 /* The fused attention in two passes, for masks that mix contiguous and strided segments
  * in one row (strided(64) | window(64)): no single row order aligns both, so the single
- * plan computes nearly dense tiles. Pass 0 plans the strided segments alone, pass 1 the
- * contiguous ones (each in its own row order), over the same regular rows; every
+ * plan computes nearly dense tiles. Pass 0 plans the contiguous segments alone, pass 1
+ * the strided ones (each in its own row order), over the same regular rows; every
  * (row, key) of the mask is in exactly one pass, whose results the kernels merge per row.
  * Where a row's strided segments are one lattice its contiguous ones cut, the lattice
  * points inside them go to the strided pass, so its tiles have no holes (a predicated
  * diagonal cost strided(64) | window(64)'s strided pass a third of its time,
- * bench/NOTES.md v9.3); the contiguous pass has them instead, at its edges. The
- * contiguous pass comes second: in its row order (identity, as a rule) a tile's rows are
- * consecutive, so its merge reads the first pass's rows from one block of the workspace,
- * where a strided pass's phase order scatters them. *npass = 2 with out[0], out[1] built
+ * bench/NOTES.md v9.3); the contiguous pass has them instead, at its edges. The strided
+ * pass comes second and merges: its items are long (a phase class's keys span the
+ * sequence) where the contiguous pass's are a window's few sub-tiles, so the merge's
+ * workspace reads and epilogue weigh less there (strided(64) | window(64) 5-10% faster on
+ * an H200 at 4096 and 16384, and at 65536 with head_dim 128; bench/NOTES.md v9.5).
+ * *npass = 2 with out[0], out[1] built
  * and each pass's own ACSR in part[0], part[1] (a's rows and remainder: rem_row and
  * rem_cols are a's, shared; splat__pass_acsr_free each) when the two compute at most 3/4
  * of `single`'s work (tried only when single computes over twice the mask's entries);

@@ -33,9 +33,10 @@ CONFIGS = [
     # by a split, and the passes of a two-pass plan, whose second merges the first's rows.
     ("d64, the _split kernel", {"SPLAT_ATTN_SPLIT": "2"}, WINDOW, 64, 128, "_split"),
     ("d128, the _split kernel", {"SPLAT_ATTN_SPLIT": "2"}, WINDOW, 128, 64, "_split"),
-    # strided(64)'s 64-row phase classes at 4096: one consumer warpgroup, 64-key sub-tiles.
-    ("d64, the _pass1 kernel", {}, TWO_PASS, 64, 64, "_pass1"),
-    ("d64, the _pass2 kernel", {}, TWO_PASS, 64, 128, "_pass2"),
+    # The window's pass first; then strided(64)'s 64-row phase classes at 4096: one
+    # consumer warpgroup, 64-key sub-tiles.
+    ("d64, the _pass1 kernel", {}, TWO_PASS, 64, 128, "_pass1"),
+    ("d64, the _pass2 kernel", {}, TWO_PASS, 64, 64, "_pass2"),
     ("d128, the _pass2 kernel", {}, TWO_PASS, 128, 64, "_pass2"),
 ]
 
