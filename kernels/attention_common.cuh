@@ -213,6 +213,29 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
   }
 }
 
+/* Two floats of a pass-1 row at p: ld.shared where the kernel has staged it in shared
+ * memory (SHARED; a generic load costs an address check), else a global load. */
+template <bool SHARED>
+SPLAT_DEV float2 splat_attn_prior2(const float *p) {
+  if (!SHARED) return *(const float2 *)p;
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
+               : "=f"(v.x), "=f"(v.y)
+               : "r"((uint32_t)__cvta_generic_to_shared(p)));
+  return v;
+}
+
+/* Pass 2 of two: merges pass 1's (m1, l1) = ml into a row's maximum mx and quad-summed sum
+ * lt, and gives the weights of the two passes' O: M = max(mx, m1), w = 2^(mx - M),
+ * w1 = 2^(m1 - M); lt = lt w + l1 w1, mx = M (both -inf: weights 1, sums 0). */
+SPLAT_DEV void splat_attn_merge_ml(float2 ml, float &mx, float &lt, float &w, float &w1) {
+  const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
+  w = splat_ex2(mx - base);
+  w1 = splat_ex2(ml.x - base);
+  lt = lt * w + ml.y * w1;
+  mx = M;
+}
+
 /* O / l (zeros for rows without entries) to the original rows row[0], row[1] of the
  * block's rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
  * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
@@ -229,16 +252,6 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                 const int (&row)[2], int r0, int nrows, int t,
                                 const float *staged = nullptr) {
-  /* Two floats of pass 1's row: ld.shared where staged (a generic load costs an address
-   * check). */
-  auto prior2 = [&](const float *p) {
-    if (!STAGED) return *(const float2 *)p;
-    float2 v;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-                 : "=f"(v.x), "=f"(v.y)
-                 : "r"((uint32_t)__cvta_generic_to_shared(p)));
-    return v;
-  };
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
@@ -259,12 +272,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       const float *prior = nullptr; /* pass 2: pass 1's row */
       if (SPLAT_ATTN_PASS == 2) {
         prior = STAGED ? staged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, row[hf]);
-        const float2 ml = prior2(prior + SPLAT_HEAD_DIM);
-        const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
-        w = splat_ex2(mx - base);
-        w1 = splat_ex2(ml.x - base);
-        lt = lt * w + ml.y * w1;
-        mx = M;
+        splat_attn_merge_ml(splat_attn_prior2<STAGED>(prior + SPLAT_HEAD_DIM), mx, lt, w, w1);
       }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const int64_t oo = splat_off(P.out, b, h, row[hf]);
@@ -277,7 +285,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
 #pragma unroll
         for (int j = 0; j < PC; j++) {
           const int d = 8 * (j0 + j) + 2 * t;
-          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM ? prior2(prior + d)
+          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM ? splat_attn_prior2<STAGED>(prior + d)
                                                                  : make_float2(0.f, 0.f);
         }
 #pragma unroll

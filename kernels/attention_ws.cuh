@@ -180,7 +180,7 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
 SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
                                      const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                      const int *sRow, unsigned char *sQb, int cw, int warp,
-                                     int lane, int nrows) {
+                                     int lane, int nrows, const float *sStaged) {
   static_assert(SPLAT_DP == 64 || SPLAT_DP == 128,
                 "the staged epilogue covers rows of 64 or 128 columns: a pass of 32 lanes takes "
                 "whole rows");
@@ -188,17 +188,37 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
-    const float lt = splat_quad_sum(l[hf]);
-    const float inv = lt > 0.f ? __fdividef(1.f, lt) : 0.f;
+    float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
+    /* Pass 2: pass 1's row (block rows past nrows read a valid row; their results are
+     * dropped), merged (attention_common.cuh splat_attn_merge_ml); from shared memory where
+     * staged, a column pair at a time, else every pair loaded before the first shared store
+     * (which the compiler cannot tell from them). */
+    const float *pr = nullptr;
+    float w = 1.f, w1 = 0.f;
+    float2 p1[SPLAT_NO / 4];
+    if constexpr (SPLAT_ATTN_PASS == 2) {
+      pr = SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, sRow[r]);
+      if (!SPLAT_WS_STAGED)
+#pragma unroll
+        for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr + 8 * j + 2 * t);
+      splat_attn_merge_ml(splat_attn_prior2<SPLAT_WS_STAGED>(pr + SPLAT_HEAD_DIM), mx, lt, w, w1);
+    }
+    const float inv = lt > 0.f ? __fdividef(1.f, lt) : 0.f;
 #pragma unroll
     for (int j = 0; j < SPLAT_NO / 4; j++) {
+      float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
+      if constexpr (SPLAT_ATTN_PASS == 2) {
+        if (SPLAT_WS_STAGED) p1[j] = splat_attn_prior2<true>(pr + 8 * j + 2 * t);
+        x0 = x0 * w + p1[j].x * w1;
+        x1 = x1 * w + p1[j].y * w1;
+      }
       *(uint32_t *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, j) + 4 * t) =
-          splat_pack2<SPLAT_DT>(o[4 * j + 2 * hf] * inv, o[4 * j + 2 * hf + 1] * inv);
+          splat_pack2<SPLAT_DT>(x0 * inv, x1 * inv);
     }
     if (P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
-          lt > 0.f ? (m[hf] + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+          lt > 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
     }
   }
   __syncwarp();
@@ -644,9 +664,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * accepts); the passes of two never take it. */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
     constexpr bool plain = SPLAT_ATTN_EPI == SPLAT_EPI_PLAIN;
-    if (plain || (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot < 0 && out_vec)) {
+    if (plain || (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot < 0 && out_vec) ||
+        (SPLAT_ATTN_PASS == 2 && out_vec)) {
+      if (SPLAT_WS_STAGED) splat_mbar_wait(&pfull[cw], k & 1u);
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
-                            warp, lane, nrows);
+                            warp, lane, nrows, sStaged);
       splat_mbar_arrive(&qempty[qb]);
     }
 #if SPLAT_ATTN_EPI != SPLAT_EPI_PLAIN
