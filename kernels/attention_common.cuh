@@ -285,8 +285,9 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
 #pragma unroll
         for (int j = 0; j < PC; j++) {
           const int d = 8 * (j0 + j) + 2 * t;
-          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM ? splat_attn_prior2<STAGED>(prior + d)
-                                                                 : make_float2(0.f, 0.f);
+          p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM
+                      ? splat_attn_prior2<STAGED>(prior + d)
+                      : make_float2(0.f, 0.f);
         }
 #pragma unroll
         for (int j = 0; j < PC && j0 + j < NO / 4; j++) {

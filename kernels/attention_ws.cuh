@@ -171,9 +171,11 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * whole rows of 16-byte stores. The log-sum-exp as splat_attn_store. A row's sum l is at
  * least 1 (its maximum contributes 2^0), so 1 / l and log2 l come from the special-function
  * unit (relative errors ~2^-22, far below the output's rounding) without the IEEE
- * routines' range checks; the (b, h) part of the offsets is computed once. For one-pass
- * plans and outputs splat_ws_out_vec accepts (the only ones a plain kernel is launched
- * with: cuda_backend.c); the others take splat_attn_store or splat_attn_store_part. An
+ * routines' range checks (a merged sum too: one of its passes' weights is 1); the (b, h)
+ * part of the offsets is computed once. Pass 2 of two merges pass 1's row first (sStaged:
+ * its staged rows, SPLAT_WS_STAGED). For outputs splat_ws_out_vec accepts (the only ones a
+ * plain kernel is launched with: cuda_backend.c); the others take splat_attn_store or
+ * splat_attn_store_part. An
  * element-by-element path here cost this fast path up to 8% of the kernel's time at
  * head_dim 64 inline, and up to 2.4% out of line behind a uniform branch (bench/NOTES.md,
  * stop 16). */
@@ -198,7 +200,8 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     float w = 1.f, w1 = 0.f;
     float2 p1[SPLAT_NO / 4];
     if constexpr (SPLAT_ATTN_PASS == 2) {
-      pr = SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, sRow[r]);
+      pr =
+          SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, sRow[r]);
       if (!SPLAT_WS_STAGED)
 #pragma unroll
         for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr + 8 * j + 2 * t);
@@ -661,7 +664,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * Q buffer: the others hand it (and its row ids and task) back to the producer first,
      * which can then load item k + 2 while they store. A plain kernel has the staged one
      * only (its host runs one pass, splits no tile and hands it outputs splat_ws_out_vec
-     * accepts); the passes of two never take it. */
+     * accepts); pass 1 of two never takes it (it leaves f32 rows), pass 2 for such outputs
+     * (v9.6: 3-11% faster on strided | window than column pairs). */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
     constexpr bool plain = SPLAT_ATTN_EPI == SPLAT_EPI_PLAIN;
     if (plain || (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot < 0 && out_vec) ||
