@@ -227,7 +227,8 @@ SPLAT_DEV float2 splat_attn_prior2(const float *p) {
 
 /* Pass 2 of two: merges pass 1's (m1, l1) = ml into a row's maximum mx and quad-summed sum
  * lt, and gives the weights of the two passes' O: M = max(mx, m1), w = 2^(mx - M),
- * w1 = 2^(m1 - M); lt = lt w + l1 w1, mx = M (both -inf: weights 1, sums 0). */
+ * w1 = 2^(m1 - M); lt = lt w + l1 w1, mx = M (both -inf, a row without entries: weights
+ * and sum 0). */
 SPLAT_DEV void splat_attn_merge_ml(float2 ml, float &mx, float &lt, float &w, float &w1) {
   const float M = fmaxf(mx, ml.x), base = M == SPLAT_NEG_INF ? 0.f : M;
   w = splat_ex2(mx - base);

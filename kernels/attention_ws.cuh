@@ -192,8 +192,8 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
-    /* Pass 2: pass 1's row (block rows past nrows read a valid row; their results are
-     * dropped), merged (attention_common.cuh splat_attn_merge_ml); from shared memory where
+    /* Pass 2: pass 1's row (block rows past nrows read row 0's, or a staged row of an
+     * earlier item: in bounds, their results are dropped), merged (attention_common.cuh splat_attn_merge_ml); from shared memory where
      * staged, a column pair at a time, else every pair loaded before the first shared store
      * (which the compiler cannot tell from them). */
     const float *pr = nullptr;

@@ -10,7 +10,15 @@ found, or finished at the first skip.
 Checks, per random case: no deadlock; no stage, table or Q buffer overwritten while a
 consumer still reads it; no mbarrier wait more than one phase behind. With --old (the
 first version: the pending P V held across skips) it must find the deadlock, which shows
-the model can. The kernel is not derived from this file: change both together.
+the model can.
+
+A second model covers pass 2's staged rows (SPLAT_WS_STAGED): per item, a consumer
+warpgroup's threads meet at its named barrier, its first threads arrive on pfull with
+their row's bytes expected (0 past the item's rows) and issue the row's bulk copy, which
+lands later; every thread waits on the parity of the item and reads the rows. It checks
+that no row is read stale and no copy lands in a row being read; without the named
+barrier it must find such a case. The kernel is not derived from this file: change both
+together.
 
     python3 tests/models/ws_protocol.py [cases]      # exit 0 when every case passes
 """
@@ -161,6 +169,88 @@ def run_case(seed, old=False):
             raise AssertionError("deadlock: no progress")
 
 
+class TxBarrier:
+    """An mbarrier whose phase completes when `count` arrivals (each expecting some
+    transaction bytes) have happened and those bytes have landed."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
+
+    def _advance(self):
+        if self.pending == 0 and self.tx == 0:
+            self.phase, self.pending = self.phase + 1, self.count
+
+    def arrive_expect_tx(self, nbytes):
+        self.tx += nbytes
+        self.pending -= 1
+        self._advance()
+
+    def complete_tx(self, nbytes):
+        self.tx -= nbytes
+        assert self.tx >= 0, "more bytes landed than expected"
+        self._advance()
+
+    def ready(self, parity):
+        return (self.phase & 1) != parity
+
+
+def run_staging_case(seed, barrier=True):
+    """One warpgroup of `threads` threads, the first `copiers` of which own a row each."""
+    rnd = random.Random(seed)
+    threads, copiers = 4, 2
+    rows_of_item = [rnd.randint(0, copiers) for _ in range(rnd.randint(1, 6))]  # 0: idle
+    pfull = TxBarrier(copiers)
+    staged, in_flight, readers = [None] * copiers, [], [set() for _ in range(copiers)]
+    meet = {"generation": 0, "arrived": 0}
+
+    def bar_sync():
+        g = meet["generation"]
+        meet["arrived"] += 1
+        if meet["arrived"] == threads:
+            meet["arrived"], meet["generation"] = 0, g + 1
+        while meet["generation"] == g:
+            yield
+
+    def thread(i):
+        for k, nrows in enumerate(rows_of_item):
+            if barrier:
+                yield from bar_sync()
+            if i < copiers:
+                pfull.arrive_expect_tx(1 if i < nrows else 0)
+                if i < nrows:
+                    in_flight.append((i, k))
+            yield
+            while not pfull.ready(k & 1):
+                yield
+            for r in range(nrows):
+                assert staged[r] == k, f"row {r} read stale (holds item {staged[r]}) at item {k}"
+                readers[r].add(i)
+            yield
+            for r in range(copiers):
+                readers[r].discard(i)
+            yield
+
+    def copy_engine():
+        while True:
+            if in_flight and rnd.random() < 0.3:
+                r, k = in_flight.pop(rnd.randrange(len(in_flight)))
+                assert not readers[r], "a copy landed in a row being read"
+                staged[r] = k
+                pfull.complete_tx(1)
+            yield
+
+    alive, engine, steps = [thread(i) for i in range(threads)], copy_engine(), 0
+    while alive:
+        actor = rnd.choice(alive + [engine])
+        try:
+            next(actor)
+        except StopIteration:
+            alive.remove(actor)
+        steps += 1
+        if steps > 200000:
+            raise AssertionError("deadlock: no progress")
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     cases = int(args[0]) if args else 300
@@ -179,7 +269,20 @@ def main():
         except AssertionError:
             old_caught += 1
     print(f"{cases - failed} passed, {failed} failed; the first version fails {old_caught} of {cases}")
-    ok = failed == 0 and old_caught > 0
+    staging_failed = unguarded_caught = 0
+    for seed in range(cases):
+        try:
+            run_staging_case(seed)
+        except AssertionError as e:
+            print(f"staging case {seed}: {e}")
+            staging_failed += 1
+        try:
+            run_staging_case(seed, barrier=False)
+        except AssertionError:
+            unguarded_caught += 1
+    print(f"pass 2's staged rows: {cases - staging_failed} passed, {staging_failed} failed; "
+          f"without the named barrier {unguarded_caught} of {cases} fail")
+    ok = failed == 0 and old_caught > 0 and staging_failed == 0 and unguarded_caught > 0
     sys.exit(0 if ok else 1)
 
 
