@@ -171,7 +171,7 @@ int splat__seg_union(const splat__segment *a, int na, const splat__segment *b, i
   if (ranges) return union_ranges(a, na, b, nb, out, cap);
   int64_t pos = 0;
   for (;;) {
-    splat__segment fa, fb, x, y;
+    splat__segment fa = {0}, fb = {0}, x, y; /* front() fills them when it finds one */
     const int ha = front(a, na, &ia, pos, &fa), hb = front(b, nb, &ib, pos, &fb);
     if (!ha && !hb) return n;
     if (!ha || !hb) {
