@@ -40,8 +40,8 @@
  * compile time); SPLIT also leaves the partial results of split chunks for the merge kernel
  * (attention_merge.cuh, its own program) and stores unsplit tiles' rows to any output;
  * PASS1 / PASS2, the two passes of a two-pass plan: leave every row's partial result, and
- * merge it into the second pass's (attention_common.cuh splat_attn_store); where shared
- * memory allows (head_dim 64), pass 2's consumers copy their rows' pass-1 results into
+ * merge it into the second pass's (attention_common.cuh splat_attn_store); in pass 2's
+ * one-warpgroup kernel (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
  * shared memory at each item's start (bulk copies on an mbarrier), so the merge at the
  * item's end reads them there, not from L2. */
 
@@ -80,19 +80,21 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
  * buffer), interval tables + their spans per producer warp + counts, two buffers of row
- * ids, two task records (48 bytes each); then, where it fits (a CTA's 227 KB, or half an
- * SM's 228 KB less the 1 KB reserved per CTA where two share an SM), pass 2 stages its rows'
- * pass-1 results (SPLAT_WS_STAGED): a barrier per consumer warpgroup and SPLAT_ROWPART_COPY
- * floats a row. */
+ * ids, two task records (48 bytes each); then, in pass 2's one-warpgroup kernel where two
+ * CTAs still share an SM (half its 228 KB less the 1 KB reserved per CTA), its rows' pass-1
+ * results (SPLAT_WS_STAGED): a barrier and SPLAT_ROWPART_COPY floats a row. Its items are
+ * short (64-row phase classes, strided(64) at 4096: one 64-key sub-tile), where the merge's
+ * loads from L2 showed (bench/NOTES.md v9.5); the two-warpgroup kernels' long items hide
+ * them, and their staged form was 1-1.5% slower (v9.7). */
 #define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
    SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
 #define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY * 4)
-#define SPLAT_WS_STAGED                                                  \
-  (SPLAT_ATTN_PASS == 2 && SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= \
-                               (SPLAT_MIN_CTAS > 1 ? 233472 / 2 - 1024 : 232448))
+#define SPLAT_WS_STAGED                      \
+  (SPLAT_ATTN_PASS == 2 && SPLAT_WGS == 1 && \
+   SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= 233472 / 2 - 1024)
 #define SPLAT_ATTN_SMEM (SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED * SPLAT_WS_STAGED_BYTES)
 
 /* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
@@ -193,9 +195,9 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
     /* Pass 2: pass 1's row (block rows past nrows read row 0's, or a staged row of an
-     * earlier item: in bounds, their results are dropped), merged (attention_common.cuh splat_attn_merge_ml); from shared memory where
-     * staged, a column pair at a time, else every pair loaded before the first shared store
-     * (which the compiler cannot tell from them). */
+     * earlier item: in bounds, their results are dropped), merged (attention_common.cuh
+     * splat_attn_merge_ml); from shared memory where staged, a column pair at a time, else every
+     * pair loaded before the first shared store (which the compiler cannot tell from them). */
     const float *pr = nullptr;
     float w = 1.f, w1 = 0.f;
     float2 p1[SPLAT_NO / 4];

@@ -162,16 +162,17 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
   if (s->wgmma == SPLAT__WGMMA_WS) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
-     * buffer, two task records (48 bytes each); pass 2's staged pass-1 rows where they fit
-     * (SPLAT_WS_STAGED: two barriers, then the rows' O, m, l in 16-byte chunks; the cap is
-     * a CTA's 227 KB, or with one consumer warpgroup, two CTAs an SM, half of 228 KB less
-     * the 1 KB reserved per CTA) */
+     * buffer, two task records (48 bytes each); in pass 2's one-warpgroup kernel, its
+     * staged pass-1 rows where two CTAs still share an SM (SPLAT_WS_STAGED: two barriers,
+     * then the rows' O, m, l in 16-byte chunks; half of 228 KB less the 1 KB reserved per
+     * CTA) */
     const int base = 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 +
                      8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 +
                      2 * 48;
     const int staged = 16 + tq * ((s->head_dim + 2 + 3) / 4 * 4) * 4;
-    const int cap = s->warps == 4 ? 233472 / 2 - 1024 : 232448;
-    return base + (s->epi == SPLAT_EPI_PASS2 && base + staged <= cap ? staged : 0);
+    return base + (s->epi == SPLAT_EPI_PASS2 && s->warps == 4 && base + staged <= 233472 / 2 - 1024
+                       ? staged
+                       : 0);
   }
   if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
