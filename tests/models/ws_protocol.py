@@ -251,35 +251,31 @@ def run_staging_case(seed, barrier=True):
             raise AssertionError("deadlock: no progress")
 
 
+def tally(run, cases, label, **broken):
+    """Runs the model `run` on `cases` seeds as the kernel has it (printing failures) and
+    broken by `broken`, which must fail somewhere (else the model proves nothing). Returns
+    (failures, broken cases caught)."""
+    failed = caught = 0
+    for seed in range(cases):
+        try:
+            run(seed)
+        except AssertionError as e:
+            print(f"{label} case {seed}: {e}")
+            failed += 1
+        try:
+            run(seed, **broken)
+        except AssertionError:
+            caught += 1
+    return failed, caught
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     cases = int(args[0]) if args else 300
-    failed = 0
-    for seed in range(cases):
-        try:
-            run_case(seed)
-        except AssertionError as e:
-            print(f"case {seed}: {e}")
-            failed += 1
-    # The model must see the first version's deadlock (else it proves nothing).
-    old_caught = 0
-    for seed in range(cases):
-        try:
-            run_case(seed, old=True)
-        except AssertionError:
-            old_caught += 1
+    # The first version (the pending P V held across skips) must deadlock.
+    failed, old_caught = tally(run_case, cases, "ring", old=True)
     print(f"{cases - failed} passed, {failed} failed; the first version fails {old_caught} of {cases}")
-    staging_failed = unguarded_caught = 0
-    for seed in range(cases):
-        try:
-            run_staging_case(seed)
-        except AssertionError as e:
-            print(f"staging case {seed}: {e}")
-            staging_failed += 1
-        try:
-            run_staging_case(seed, barrier=False)
-        except AssertionError:
-            unguarded_caught += 1
+    staging_failed, unguarded_caught = tally(run_staging_case, cases, "staging", barrier=False)
     print(f"pass 2's staged rows: {cases - staging_failed} passed, {staging_failed} failed; "
           f"without the named barrier {unguarded_caught} of {cases} fail")
     ok = failed == 0 and old_caught > 0 and staging_failed == 0 and unguarded_caught > 0
