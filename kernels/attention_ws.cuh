@@ -85,7 +85,7 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
  * results (SPLAT_WS_STAGED): a barrier and SPLAT_ROWPART_COPY floats a row. Its items are
  * short (64-row phase classes, strided(64) at 4096: one 64-key sub-tile), where the merge's
  * loads from L2 showed (bench/NOTES.md v9.5); the two-warpgroup kernels' long items hide
- * them, and their staged form was 1-1.5% slower (v9.7). */
+ * them, and their staged form was 0.5-1.5% slower (v9.7). */
 #define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
