@@ -43,7 +43,11 @@
  * merge it into the second pass's (attention_common.cuh splat_attn_store); in pass 2's
  * one-warpgroup kernel (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
  * shared memory at each item's start (bulk copies on an mbarrier), so the merge at the
- * item's end reads them there, not from L2. */
+ * item's end reads them there, not from L2. The host launches pass 2 as a programmatic
+ * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 lets it start at once, on the SMs
+ * its CTAs leave, where its producer loads the first items' Q and K/V while pass 1 ends;
+ * its consumers wait for pass 1's results before anything else (wgmma.cuh
+ * splat_grid_wait_prior). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -274,6 +278,8 @@ __device__ __noinline__ void splat_ws_gather(const uint16_t *base, int64_t off, 
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_ATTN_TILE_NAME(const __grid_constant__ splat_attention_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
+  /* Pass 1 of two: pass 2 may be scheduled now (it waits for this grid's results). */
+  if (SPLAT_ATTN_PASS == 1 && threadIdx.x == 0) splat_grid_launch_dependents();
   /* Swizzled tiles need 1024-byte alignment of their shared addresses. */
   const uint32_t base_addr = splat_smem_addr(splat_smem);
   unsigned char *sbase = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
@@ -449,6 +455,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
   /* ---------------------------------------------------------------- consumers */
   splat_setmaxnreg_inc<SPLAT_CONSUMER_REGS>();
+  /* Pass 2 of two: pass 1's rows are complete and visible (its producer reads only the
+   * inputs and the plan, and may run ahead). Every consumer thread waits: each reads them. */
+  if (SPLAT_ATTN_PASS == 2) splat_grid_wait_prior();
   const int cw = wg - 1; /* consumer warpgroup: block rows 64 cw .. 64 cw + 63 */
   const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int t = lane & 3;

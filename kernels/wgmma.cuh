@@ -4,7 +4,8 @@
  * operands, fp32 accumulators, N = 64 and 128; an RS form for TF32, N = 32 and 64, used
  * by the f32 R-SDDMM of sddmm_wgmma.cuh), the accumulator register layout and its
  * conversion into the A registers of the next product (P = S in 16 bits, FlashAttention-3),
- * async-proxy fences, mbarriers, setmaxnreg and TMA tile loads. Verified on an H100 by
+ * async-proxy fences, mbarriers, setmaxnreg, TMA tile loads and programmatic dependent
+ * launches. Verified on an H100 by
  * tests/gpu/wgmma_check.cu (S = Q K^T by SS, O = P V by RS with V MN-major, tiles gathered
  * by cp.async or loaded by TMA, bf16 and f16, head_dim 64/128, key tiles 64/128).
  *
@@ -527,6 +528,28 @@ SPLAT_DEV void splat_tma_load_3d(void *dst, const splat_tensor_map *map, uint64_
       "%4}], [%5];\n" ::"r"(splat_smem_addr(dst)),
       "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(splat_smem_addr(bar))
       : "memory");
+#else
+  __trap();
+#endif
+}
+
+/* ================================================================ dependent launches
+ * Programmatic dependent launch (sm_90): a kernel the host launches with programmatic
+ * stream serialisation may start while the kernel before it on the stream still runs.
+ * The earlier kernel lets it be scheduled (one thread a CTA suffices; it starts on SMs
+ * the earlier kernel's CTAs leave); the later one waits, in every thread that reads what
+ * the earlier one wrote, until that kernel has completed and its memory is visible. Both
+ * are no-ops in kernels launched without the attribute. */
+SPLAT_DEV void splat_grid_launch_dependents() {
+#if SPLAT_HAS_TMA
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+SPLAT_DEV void splat_grid_wait_prior() {
+#if SPLAT_HAS_TMA
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #else
   __trap();
 #endif

@@ -575,9 +575,12 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
 
 /* Tile kernel f of spec `spec` (smem bytes of dynamic shared memory): grid (query tiles,
  * batch x heads, row blocks), where a CTA of 16 x warps rows takes one row block of a
- * query tile (tile_q / (16 x warps) blocks). */
+ * query tile (tile_q / (16 x warps) blocks). `dependent`: pass 2 of a two-pass attention
+ * on the warp-specialised kernel, launched (where the driver has cuLaunchKernelEx) as a
+ * programmatic dependent of pass 1, so it starts while pass 1 ends (attention_ws.cuh). */
 static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec, CUfunction f,
-                                int smem, int64_t ntiles, splat_stream stream, void *params) {
+                                int smem, int64_t ntiles, splat_stream stream, void *params,
+                                int dependent) {
   const splat__cuda_plan *p = plan->cuda;
   if (ntiles == 0) return SPLAT_OK;
   const int tq = 16 * spec->warps;
@@ -601,8 +604,19 @@ static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec
                                  : prm->work;
     if (ctas > prm->work) ctas = prm->work;
     if (ctas > INT32_MAX) ctas = INT32_MAX;
-    CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1, (unsigned)splat__kspec_tile_threads(spec), 1, 1,
-                           (unsigned)smem, (CUstream)stream, args, NULL),
+    const unsigned threads = (unsigned)splat__kspec_tile_threads(spec);
+    if (dependent && drv->cuLaunchKernelEx) {
+      splat__cu_launch_attr attr;
+      memset(&attr, 0, sizeof attr);
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmatic_stream_serialization_allowed = 1;
+      const splat__cu_launch_config cfg = {
+          (unsigned)ctas, 1, 1, threads, 1, 1, (unsigned)smem, (CUstream)stream, &attr, 1};
+      CU(drv->cuLaunchKernelEx(&cfg, f, args, NULL), "cuLaunchKernelEx (pass 2, dependent)");
+      return SPLAT_OK;
+    }
+    CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1, threads, 1, 1, (unsigned)smem, (CUstream)stream,
+                           args, NULL),
        "cuLaunchKernel");
     return SPLAT_OK;
   }
@@ -695,14 +709,14 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
       for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {
         prm->pat = p->pass_pat[k];
         st = k ? launch_tile(plan, &p->attn_pass2_spec, p->attn_pass2, p->attn_pass2_smem,
-                             p->pass_ntiles[k], stream, params)
+                             p->pass_ntiles[k], stream, params, 1)
                : launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op], p->pass_ntiles[k],
-                             stream, params);
+                             stream, params, 0);
       }
       prm->pat = p->pat;
     } else {
       st = launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op],
-                       op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream, params);
+                       op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream, params, 0);
     }
     /* Split attention tiles: merge the chunks' partial results. */
     if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {

@@ -67,6 +67,25 @@ enum {
   CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
 };
 
+/* cuLaunchKernelEx's configuration (CUlaunchConfig, CUlaunchAttribute: an id, padding to 8
+ * bytes, a 64-byte value union) and the one attribute splat sets. */
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct splat__cu_launch_attr {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+} splat__cu_launch_attr;
+typedef struct splat__cu_launch_config {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  splat__cu_launch_attr *attrs;
+  unsigned num_attrs;
+} splat__cu_launch_config;
+_Static_assert(sizeof(splat__cu_launch_attr) == 72, "CUlaunchAttribute is 72 bytes");
+
 /* cuTensorMapEncodeTiled, cuda.h's signature with its enum arguments as int (data type,
  * interleave, swizzle, L2 promotion, out-of-bounds fill) and the map as 128 bytes. */
 typedef CUresult (*splat__tma_encode_fn)(void *map, int dtype, unsigned rank, void *addr,

@@ -155,6 +155,7 @@ static const struct {
     ENTRY(cuGetErrorString),
     ENTRY(cuPointerGetAttribute),
     ENTRY(cuTensorMapEncodeTiled),
+    ENTRY(cuLaunchKernelEx),
 #undef ENTRY
 };
 
@@ -206,6 +207,9 @@ static void load_api(void) {
       /* Optional: without it the warp-specialised attention kernel gathers every key
        * sub-tile (tma_views.c takes a NULL encoder). */
       if (!strcmp(api_entries[i].name, "cuTensorMapEncodeTiled")) continue;
+      /* Optional: without it pass 2 of a two-pass attention waits for pass 1 to end
+       * before it starts (cuda_backend.c launch_tile). */
+      if (!strcmp(api_entries[i].name, "cuLaunchKernelEx")) continue;
       snprintf(api_why, sizeof api_why,
                "the CUDA driver lacks %s (cuGetProcAddress returned %d, status %d); a driver "
                "for CUDA 12.0 or newer is needed",

@@ -55,6 +55,8 @@ typedef struct splat__cuda_api_table {
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
   splat__tma_encode_fn cuTensorMapEncodeTiled; /* NULL when the driver lacks it */
+  CUresult (*cuLaunchKernelEx)(const splat__cu_launch_config *config, CUfunction func,
+                               void **params, void **extra); /* NULL when the driver lacks it */
 } splat__cuda_api_table;
 
 /* The process-wide table, loaded (dlopen, cuGetProcAddress, cuInit) on first use.

@@ -5,7 +5,12 @@ flight over the softmax: after the wait for S (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) 
 scores' exponentials (`MUFU.EX2`, one per score register of the thread: KT / 2), and only
 then the wait for the P V (`... gsb0, 0x0`). ptxas is free to hoist that wait to the top
 of the softmax's basic block, and did (bench/NOTES.md, v4.8): nothing else would notice,
-the results stay exact.
+the results stay exact. Also that the passes of a two-pass plan carry their programmatic
+dependent launch (bench/NOTES.md v10.1): pass 1 lets pass 2 start (`PREEXIT`, from
+griddepcontrol.launch_dependents), pass 2 waits for pass 1's results (`ACQBULK`, from
+griddepcontrol.wait), the other kernels have neither (a kernel that waited without the
+host's dependent launch would only cost a no-op; one that read pass 1's rows without it
+would race).
 
 Needs no GPU: `splat codegen` generates and compiles the module (NVRTC), ptxas turns its
 PTX into a CUBIN, nvdisasm prints the SASS.
@@ -102,6 +107,12 @@ def exponentials_under_pv(lines):
     return counts
 
 
+def dependent_launch(lines):
+    """(whether the kernel lets dependents start, whether it waits for its prerequisite)."""
+    return (any(re.match(r"PREEXIT\b", ins) for ins in lines),
+            any(re.match(r"ACQBULK\b", ins) for ins in lines))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("splat", help="the splat command-line tool (build/splat)")
@@ -111,12 +122,15 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as work:
         for what, env, spec, head_dim, kt, suffix in CONFIGS:
-            counts = exponentials_under_pv(
-                ws_sass(args.splat, nvdisasm, env, spec, head_dim, suffix, work))
-            ok = len(counts) >= 1 and all(c >= kt // 2 for c in counts)
+            lines = ws_sass(args.splat, nvdisasm, env, spec, head_dim, suffix, work)
+            counts = exponentials_under_pv(lines)
+            launch = dependent_launch(lines)
+            want = (suffix == "_pass1", suffix == "_pass2")
+            ok = len(counts) >= 1 and all(c >= kt // 2 for c in counts) and launch == want
             failed += not ok
             print(f"{what:<40} exponentials between the S wait and the P V wait: {counts} "
-                  f"(need >= {kt // 2} each) {'ok' if ok else 'FAIL'}")
+                  f"(need >= {kt // 2} each); PREEXIT, ACQBULK: {launch} (need {want}) "
+                  f"{'ok' if ok else 'FAIL'}")
     print(f"{len(CONFIGS) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
