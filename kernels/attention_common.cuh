@@ -182,17 +182,61 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
   splat_attn_rescale<NO>(o, alpha);
 }
 
-/* Original row `row` of (b, h) in a two-pass plan's workspace: head_dim floats of O, then m
- * and l (params.cuh SPLAT_ROWPART_STRIDE). */
-SPLAT_DEV float *splat_attn_rowpart(const splat_attention_params &P, int64_t b, int64_t h,
-                                    int row) {
-  return P.rowpart +
-         ((b * P.shape.heads + h) * P.pat.seq_q + row) * SPLAT_ROWPART_STRIDE(SPLAT_HEAD_DIM);
+/* A two-pass plan's workspace rows (params.cuh SPLAT_ROWPART_BYTES): pass 1's O in fp16
+ * of O / amax in bf16 plans (SPLAT_ROWPART_HALF), else in floats; then m, l (and amax) as
+ * floats at SPLAT_ROWPART_TAIL. A copy of a row into shared memory takes SPLAT_ROWPART_COPY
+ * bytes (whole 16-byte chunks: a bulk copy's unit). */
+#define SPLAT_ROWPART_HALF (SPLAT_DT == SPLAT_BF16)
+#define SPLAT_ROWPART_TAIL (SPLAT_HEAD_DIM * (SPLAT_ROWPART_HALF ? 2 : 4))
+#define SPLAT_ROWPART_COPY (SPLAT_ROWPART_TAIL + 16)
+static_assert(SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF) % 32 == 0 &&
+                  SPLAT_ROWPART_COPY <= SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF),
+              "workspace rows of whole sectors, holding their copies");
+
+/* Original row `row` of (b, h) in a two-pass plan's workspace. */
+SPLAT_DEV unsigned char *splat_attn_rowpart(const splat_attention_params &P, int64_t b, int64_t h,
+                                            int row) {
+  return P.rowpart + ((b * P.shape.heads + h) * P.pat.seq_q + row) *
+                         SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
 }
 
-/* Floats of a workspace row a copy into shared memory takes (O, m and l, rounded up to
- * whole 16-byte chunks: a bulk copy's unit; within SPLAT_ROWPART_STRIDE). */
-#define SPLAT_ROWPART_COPY ((SPLAT_HEAD_DIM + 2 + 3) / 4 * 4)
+/* Pass 1 of two: a row's unnormalised O (this thread's column pairs of block row r0 + 8 hf,
+ * as splat_attn_store holds them), its maximum mx and quad-summed sum lt to its workspace
+ * row `part`. amax: the quad's max |O| of the row (SPLAT_ROWPART_HALF). */
+template <int NO>
+SPLAT_DEV void splat_attn_store_rowpart(unsigned char *part, const float (&o)[NO], int hf, int t,
+                                        float mx, float lt, float amax) {
+  const float sc = amax > 0.f ? 1.f / amax : 0.f;
+#pragma unroll
+  for (int j = 0; j < NO / 4; j++) {
+    const int d = 8 * j + 2 * t;
+    if (d >= SPLAT_HEAD_DIM) continue;
+    const float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
+    if (SPLAT_ROWPART_HALF)
+      *(uint32_t *)(part + 2 * d) = splat_pack2<SPLAT_F16>(x0 * sc, x1 * sc);
+    else
+      *(float2 *)(part + 4 * d) = make_float2(x0, x1);
+  }
+  if (t == 0) {
+    if (SPLAT_ROWPART_HALF)
+      *(float4 *)(part + SPLAT_ROWPART_TAIL) = make_float4(mx, lt, amax, 0.f);
+    else
+      *(float2 *)(part + SPLAT_ROWPART_TAIL) = make_float2(mx, lt);
+  }
+}
+
+/* The max |O| over a row of this thread's block rows r0 + 8 hf, quad-reduced (every lane
+ * calls it: shuffles), for splat_attn_store_rowpart; 1 where O is kept in floats. */
+template <int NO>
+SPLAT_DEV float splat_attn_row_amax(const float (&o)[NO], int hf) {
+  if (!SPLAT_ROWPART_HALF) return 1.f;
+  float a = 0.f;
+#pragma unroll
+  for (int j = 0; j < NO / 4; j++)
+    a = fmaxf(a, fmaxf(fabsf(o[4 * j + 2 * hf]), fabsf(o[4 * j + 2 * hf + 1])));
+  a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 1));
+  return fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 2));
+}
 
 /* Pass 2 of a two-pass plan: pulls the pass-1 results of block rows r0, r0 + 8 (below
  * nrows; original rows row[0], row[1]) towards L2 at the item's start, so splat_attn_store's
@@ -200,29 +244,59 @@ SPLAT_DEV float *splat_attn_rowpart(const splat_attention_params &P, int64_t b, 
 SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_t b, int64_t h,
                                          const int (&row)[2], int r0, int nrows, int t) {
   if (SPLAT_ATTN_PASS != 2) return;
-  constexpr int BYTES = (SPLAT_HEAD_DIM + 2) * 4, LINES = (BYTES + 127) / 128 + 1;
-  static_assert(SPLAT_ROWPART_STRIDE(SPLAT_HEAD_DIM) * 4 % 32 == 0, "whole sectors a row");
+  constexpr int BYTES = SPLAT_ROWPART_COPY, LINES = (BYTES + 127) / 128 + 1;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const int r = r0 + 8 * hf;
     if (r >= nrows) continue;
-    const char *part = (const char *)splat_attn_rowpart(P, b, h, row[hf]);
+    const unsigned char *part = splat_attn_rowpart(P, b, h, row[hf]);
 #pragma unroll
     for (int i = t; i < LINES; i += 4)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(part + min(128 * i, BYTES - 4)));
   }
 }
 
-/* Two floats of a pass-1 row at p: ld.shared where the kernel has staged it in shared
- * memory (SHARED; a generic load costs an address check), else a global load. */
+/* Pass 1's columns d, d + 1 of a workspace row at p, as fp32 O / amax (SPLAT_ROWPART_HALF)
+ * or O: ld.shared where the kernel has staged it in shared memory (SHARED; a generic load
+ * costs an address check), else a global load. */
 template <bool SHARED>
-SPLAT_DEV float2 splat_attn_prior2(const float *p) {
-  if (!SHARED) return *(const float2 *)p;
+SPLAT_DEV float2 splat_attn_prior2(const unsigned char *p, int d) {
+  if (SPLAT_ROWPART_HALF) {
+    uint32_t v;
+    if (SHARED)
+      asm volatile("ld.shared.b32 %0, [%1];\n"
+                   : "=r"(v)
+                   : "r"((uint32_t)__cvta_generic_to_shared(p + 2 * d)));
+    else
+      v = *(const uint32_t *)(p + 2 * d);
+    return make_float2(splat_f16_to_f32((uint16_t)(v & 0xffffu)),
+                       splat_f16_to_f32((uint16_t)(v >> 16)));
+  }
+  if (!SHARED) return *(const float2 *)(p + 4 * d);
   float2 v;
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
                : "=f"(v.x), "=f"(v.y)
-               : "r"((uint32_t)__cvta_generic_to_shared(p)));
+               : "r"((uint32_t)__cvta_generic_to_shared(p + 4 * d)));
   return v;
+}
+
+/* Pass 1's m, l and amax (1 where O is kept in floats) of a workspace row at p (as
+ * splat_attn_prior2). */
+template <bool SHARED>
+SPLAT_DEV float3 splat_attn_prior_tail(const unsigned char *p) {
+  const unsigned char *q = p + SPLAT_ROWPART_TAIL;
+  if (SPLAT_ROWPART_HALF) {
+    float4 v;
+    if (SHARED)
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                   : "r"((uint32_t)__cvta_generic_to_shared(q)));
+    else
+      v = *(const float4 *)q;
+    return make_float3(v.x, v.y, v.z);
+  }
+  const float2 v = splat_attn_prior2<SHARED>(q, 0);
+  return make_float3(v.x, v.y, 1.f);
 }
 
 /* Pass 2 of two: merges pass 1's (m1, l1) = ml into a row's maximum mx and quad-summed sum
@@ -240,8 +314,8 @@ SPLAT_DEV void splat_attn_merge_ml(float2 ml, float &mx, float &lt, float &w, fl
 /* O / l (zeros for rows without entries) to the original rows row[0], row[1] of the
  * block's rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
  * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
- * plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l in P.rowpart instead; pass 2 merges
- * them in:
+ * plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l in P.rowpart instead
+ * (splat_attn_store_rowpart); pass 2 merges them in:
  * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
  * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
  * could alias them for all the compiler knows: loads interleaved with stores would wait a
@@ -252,28 +326,24 @@ template <int NO, int PC = 4, bool STAGED = false>
 SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                 const int (&row)[2], int r0, int nrows, int t,
-                                const float *staged = nullptr) {
+                                const unsigned char *staged = nullptr) {
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
+    const float amax = SPLAT_ATTN_PASS == 1 ? splat_attn_row_amax<NO>(o, hf) : 1.f;
     const int r = r0 + 8 * hf;
     if (r < nrows) {
       float w = 1.f, w1 = 0.f;
       if (SPLAT_ATTN_PASS == 1) {
-        float *part = splat_attn_rowpart(P, b, h, row[hf]);
-#pragma unroll
-        for (int j = 0; j < NO / 4; j++) {
-          const int d = 8 * j + 2 * t;
-          if (d < SPLAT_HEAD_DIM)
-            *(float2 *)(part + d) = make_float2(o[4 * j + 2 * hf], o[4 * j + 2 * hf + 1]);
-        }
-        if (t == 0) *(float2 *)(part + SPLAT_HEAD_DIM) = make_float2(mx, lt);
+        splat_attn_store_rowpart<NO>(splat_attn_rowpart(P, b, h, row[hf]), o, hf, t, mx, lt, amax);
         continue;
       }
-      const float *prior = nullptr; /* pass 2: pass 1's row */
+      const unsigned char *prior = nullptr; /* pass 2: pass 1's row */
       if (SPLAT_ATTN_PASS == 2) {
         prior = STAGED ? staged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, row[hf]);
-        splat_attn_merge_ml(splat_attn_prior2<STAGED>(prior + SPLAT_HEAD_DIM), mx, lt, w, w1);
+        const float3 ml = splat_attn_prior_tail<STAGED>(prior);
+        splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
+        w1 *= ml.z; /* O1's weight: kept as O1 / amax */
       }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const int64_t oo = splat_off(P.out, b, h, row[hf]);
@@ -287,7 +357,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
         for (int j = 0; j < PC; j++) {
           const int d = 8 * (j0 + j) + 2 * t;
           p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM
-                      ? splat_attn_prior2<STAGED>(prior + d)
+                      ? splat_attn_prior2<STAGED>(prior, d)
                       : make_float2(0.f, 0.f);
         }
 #pragma unroll

@@ -86,7 +86,7 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
  * buffer), interval tables + their spans per producer warp + counts, two buffers of row
  * ids, two task records (48 bytes each); then, in pass 2's one-warpgroup kernel where two
  * CTAs still share an SM (half its 228 KB less the 1 KB reserved per CTA), its rows' pass-1
- * results (SPLAT_WS_STAGED): a barrier and SPLAT_ROWPART_COPY floats a row. Its items are
+ * results (SPLAT_WS_STAGED): a barrier and SPLAT_ROWPART_COPY bytes a row. Its items are
  * short (64-row phase classes, strided(64) at 4096: one 64-key sub-tile), where the merge's
  * loads from L2 showed (bench/NOTES.md v9.5); the two-warpgroup kernels' long items hide
  * them, and their staged form was 0.5-1.5% slower (v9.7). */
@@ -95,7 +95,7 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
    SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
-#define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY * 4)
+#define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY)
 #define SPLAT_WS_STAGED                      \
   (SPLAT_ATTN_PASS == 2 && SPLAT_WGS == 1 && \
    SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= 233472 / 2 - 1024)
@@ -179,16 +179,19 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * unit (relative errors ~2^-22, far below the output's rounding) without the IEEE
  * routines' range checks (a merged sum too: one of its passes' weights is 1); the (b, h)
  * part of the offsets is computed once. Pass 2 of two merges pass 1's row first (sStaged:
- * its staged rows, SPLAT_WS_STAGED). For outputs splat_ws_out_vec accepts (the only ones a
- * plain kernel is launched with: cuda_backend.c); the others take splat_attn_store or
- * splat_attn_store_part. An
+ * its staged rows, SPLAT_WS_STAGED). Pass 1 of two in bf16 plans (SPLAT_ROWPART_HALF) writes
+ * its rows the same way to the workspace, as fp16 of O / amax, the tail (m, l, amax) by a
+ * lane a row (attention_common.cuh splat_attn_store_rowpart's layout; whole 16-byte
+ * stores, where column pairs left half-filled sectors: bench/NOTES.md v10.2, v10.3). For outputs
+ * splat_ws_out_vec accepts (the only ones a plain kernel is launched with: cuda_backend.c);
+ * the others take splat_attn_store or splat_attn_store_part. An
  * element-by-element path here cost this fast path up to 8% of the kernel's time at
  * head_dim 64 inline, and up to 2.4% out of line behind a uniform branch (bench/NOTES.md,
  * stop 16). */
 SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const float (&o)[SPLAT_NO],
                                      const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                      const int *sRow, unsigned char *sQb, int cw, int warp,
-                                     int lane, int nrows, const float *sStaged) {
+                                     int lane, int nrows, const unsigned char *sStaged) {
   static_assert(SPLAT_DP == 64 || SPLAT_DP == 128,
                 "the staged epilogue covers rows of 64 or 128 columns: a pass of 32 lanes takes "
                 "whole rows");
@@ -198,11 +201,13 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
+    constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
+    const float amax = part ? splat_attn_row_amax<SPLAT_NO>(o, hf) : 1.f;
     /* Pass 2: pass 1's row (block rows past nrows read row 0's, or a staged row of an
      * earlier item: in bounds, their results are dropped), merged (attention_common.cuh
      * splat_attn_merge_ml); from shared memory where staged, a column pair at a time, else every
      * pair loaded before the first shared store (which the compiler cannot tell from them). */
-    const float *pr = nullptr;
+    const unsigned char *pr = nullptr;
     float w = 1.f, w1 = 0.f;
     float2 p1[SPLAT_NO / 4];
     if constexpr (SPLAT_ATTN_PASS == 2) {
@@ -210,22 +215,30 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
           SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, sRow[r]);
       if (!SPLAT_WS_STAGED)
 #pragma unroll
-        for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr + 8 * j + 2 * t);
-      splat_attn_merge_ml(splat_attn_prior2<SPLAT_WS_STAGED>(pr + SPLAT_HEAD_DIM), mx, lt, w, w1);
+        for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr, 8 * j + 2 * t);
+      const float3 ml = splat_attn_prior_tail<SPLAT_WS_STAGED>(pr);
+      splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
+      w1 *= ml.z; /* O1's weight: kept as O1 / amax */
     }
-    const float inv = lt > 0.f ? __fdividef(1.f, lt) : 0.f;
+    const float inv =
+        part ? (amax > 0.f ? __fdividef(1.f, amax) : 0.f) : (lt > 0.f ? __fdividef(1.f, lt) : 0.f);
 #pragma unroll
     for (int j = 0; j < SPLAT_NO / 4; j++) {
       float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
       if constexpr (SPLAT_ATTN_PASS == 2) {
-        if (SPLAT_WS_STAGED) p1[j] = splat_attn_prior2<true>(pr + 8 * j + 2 * t);
+        if (SPLAT_WS_STAGED) p1[j] = splat_attn_prior2<true>(pr, 8 * j + 2 * t);
         x0 = x0 * w + p1[j].x * w1;
         x1 = x1 * w + p1[j].y * w1;
       }
       *(uint32_t *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, j) + 4 * t) =
-          splat_pack2<SPLAT_DT>(x0 * inv, x1 * inv);
+          part ? splat_pack2<SPLAT_F16>(x0 * inv, x1 * inv)
+               : splat_pack2<SPLAT_DT>(x0 * inv, x1 * inv);
     }
-    if (P.lse.data && t == 0 && r < nrows) {
+    if constexpr (part) {
+      if (t == 0 && r < nrows)
+        *(float4 *)(splat_attn_rowpart(P, b, h, sRow[r]) + SPLAT_ROWPART_TAIL) =
+            make_float4(mx, lt, amax, 0.f);
+    } else if (P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
           lt > 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
     }
@@ -238,7 +251,12 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
    * load and a store per pass: the grouped form was 1-2% slower there (bench/NOTES.md v8). */
   constexpr int CH = SPLAT_DP / 8, RPP = 32 / CH, NP = 16 / RPP;
   const int rw = 64 * cw + 16 * warp + lane / CH, ch = lane % CH;
-  uint16_t *out = (uint16_t *)P.out.data + out_bh + 8 * ch;
+  /* Row `row`'s chunk ch: of the output, or of pass 1's workspace row. */
+  constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF;
+  constexpr int64_t part_bytes = SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
+  unsigned char *const dst0 = part ? splat_attn_rowpart(P, b, h, 0) + 16 * ch
+                                   : (unsigned char *)((uint16_t *)P.out.data + out_bh + 8 * ch);
+  const int64_t dst_row = part ? part_bytes : P.out.s2 * 2;
   if constexpr (NP <= 4) {
     uint4 v[NP];
     int orow[NP];
@@ -249,13 +267,13 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     }
 #pragma unroll
     for (int i = 0; i < NP; i++)
-      splat_st16_if(out + (int64_t)orow[i] * P.out.s2, v[i], rw + RPP * i < nrows);
+      splat_st16_if(dst0 + (int64_t)orow[i] * dst_row, v[i], rw + RPP * i < nrows);
   } else {
 #pragma unroll
     for (int i = 0; i < NP; i++) {
       const int r = rw + RPP * i;
       if (r < nrows)
-        *(uint4 *)(out + (int64_t)sRow[r] * P.out.s2) =
+        *(uint4 *)(dst0 + (int64_t)sRow[r] * dst_row) =
             *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch));
     }
   }
@@ -295,7 +313,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRows = sNiv + SPLAT_STAGES * SPLAT_TQ; /* [2][TQ] original rows of the items */
   splat_ws_task *sTask = (splat_ws_task *)(sRows + 2 * SPLAT_TQ); /* [2] the items */
   uint64_t *pfull = (uint64_t *)(sTask + 2); /* [WGS] (SPLAT_WS_STAGED): the rows' copies are in */
-  float *sStaged = (float *)(pfull + 2);     /* [TQ][SPLAT_ROWPART_COPY] (SPLAT_WS_STAGED) */
+  unsigned char *sStaged = (unsigned char *)(pfull + 2); /* [TQ][SPLAT_ROWPART_COPY] (STAGED) */
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {
@@ -488,11 +506,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_bar_sync(2 + cw, 128);
       const int lr = threadIdx.x & 127, r = 64 * cw + lr;
       if (lr < 64) {
-        splat_mbar_arrive_expect_tx(&pfull[cw], r < nrows ? SPLAT_ROWPART_COPY * 4 : 0);
+        splat_mbar_arrive_expect_tx(&pfull[cw], r < nrows ? SPLAT_ROWPART_COPY : 0);
         if (r < nrows)
           splat_bulk_load(sStaged + r * SPLAT_ROWPART_COPY,
                           splat_attn_rowpart(P, sTask[qb].c.x, sTask[qb].c.y, sRow[r]),
-                          SPLAT_ROWPART_COPY * 4, &pfull[cw]);
+                          SPLAT_ROWPART_COPY, &pfull[cw]);
       }
     } else if (SPLAT_ATTN_PASS == 2) {
       splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
@@ -675,12 +693,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * Q buffer: the others hand it (and its row ids and task) back to the producer first,
      * which can then load item k + 2 while they store. A plain kernel has the staged one
      * only (its host runs one pass, splits no tile and hands it outputs splat_ws_out_vec
-     * accepts); pass 1 of two never takes it (it leaves f32 rows), pass 2 for such outputs
-     * (v9.6: 3-11% faster on strided | window than column pairs). */
+     * accepts); pass 2 of two for such outputs (v9.6: 3-11% faster on strided | window than
+     * column pairs), pass 1 in bf16 plans (its fp16 workspace rows, v10.3). */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
     constexpr bool plain = SPLAT_ATTN_EPI == SPLAT_EPI_PLAIN;
     if (plain || (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot < 0 && out_vec) ||
-        (SPLAT_ATTN_PASS == 2 && out_vec)) {
+        (SPLAT_ATTN_PASS == 2 && out_vec) || (SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF)) {
       if (SPLAT_WS_STAGED) splat_mbar_wait(&pfull[cw], k & 1u);
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
                             warp, lane, nrows, sStaged);

@@ -122,14 +122,14 @@ typedef struct splat_spmm_params {
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
  * tma is 1 (else every key sub-tile is gathered). Two-pass plans (tile_plan.h
  * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
- * rowpart ([batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32, by original row)
- * instead of writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
+ * rowpart ([batch * heads][seq_q] rows of SPLAT_ROWPART_BYTES, by original row) instead of
+ * writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
   float *part;
-  float *rowpart;
+  unsigned char *rowpart;
   int64_t work; /* warp-specialised kernel: work items (tiles x row blocks x batch*heads) */
   splat_dev_shape shape;
   float scale_log2; /* scale * log2(e) */
@@ -138,9 +138,13 @@ typedef struct splat_attention_params {
   int32_t tma;
 } splat_attention_params;
 
-/* Floats per row of a two-pass plan's workspace rowpart: head_dim of O, then m and l, padded
- * to whole 32-byte sectors (a quad's 8-byte stores of one row fill a sector). */
-#define SPLAT_ROWPART_STRIDE(head_dim) (((head_dim) + 2 + 7) / 8 * 8)
+/* Bytes per row of a two-pass plan's workspace rowpart: pass 1's unnormalised O, then its
+ * m and l (and amax) as floats, padded to whole 32-byte sectors (a quad's stores of one
+ * row fill a sector). `half` (bf16 plans): O as fp16 of O / amax, amax = max |O| of the row
+ * (fp16 keeps 3 bits more than the bf16 output: the merge adds at most 1/8 of an output
+ * ulp; O in bf16 added up to a whole one, bench/NOTES.md v10); else O as floats. */
+#define SPLAT_ROWPART_BYTES(head_dim, half) \
+  ((half) ? ((head_dim)*2 + 16 + 31) / 32 * 32 : ((head_dim) + 2 + 7) / 8 * 8 * 4)
 
 /* The epilogues of the fused attention tile kernels (prelude SPLAT_ATTN_EPI, kgen.h
  * splat__kspec.epi): each kernel is compiled for one, so it carries no other's code. */

@@ -683,7 +683,7 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   splat__attn_pass_shape shape[2];
   splat__acsr part[2];
   const splat_status st =
-      splat__attn_passes_plan(&a, &t, batch, heads, head_dim, pass, part, shape, &np);
+      splat__attn_passes_plan(&a, &t, batch, heads, head_dim, SPLAT_BF16, pass, part, shape, &np);
   if (st == SPLAT_OK && np == 2) {
     CHECK(pass[0].ntiles > 0 && pass[1].ntiles > 0 &&
           pass[0].computed + pass[1].computed < t.computed);
@@ -706,10 +706,13 @@ static void test_attn_passes(void) {
   CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == 2);
   CHECK(passes_for("window(256)", 2, 16, 64) == 0);
   CHECK(passes_for("dilated(256,2)", 2, 16, 64) == 0);
-  CHECK(splat__attn_passes_bytes(2, 16, 4096, 64) == 2.0 * 16 * 4096 * 72 * 4); /* padded */
-  CHECK(splat__attn_passes_bytes(2, 16, 4096, 128) == 2.0 * 16 * 4096 * 136 * 4);
-  CHECK(passes_for("strided(64) | window(64)", 64, 16, 128) == 2);   /* 2.3 GB of workspace */
-  CHECK(passes_for("strided(64) | window(64)", 1024, 16, 128) == 0); /* 36.5 GB */
+  /* Rows padded to whole 32-byte sectors: fp16 O and three floats (bf16), f32 O and two. */
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 64, SPLAT_BF16) == 2.0 * 16 * 4096 * 160);
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 128, SPLAT_BF16) == 2.0 * 16 * 4096 * 288);
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 64, SPLAT_F16) == 2.0 * 16 * 4096 * 72 * 4);
+  CHECK(splat__attn_passes_bytes(2, 16, 4096, 128, SPLAT_F16) == 2.0 * 16 * 4096 * 136 * 4);
+  CHECK(passes_for("strided(64) | window(64)", 64, 16, 128) == 2);   /* 1.2 GB of workspace */
+  CHECK(passes_for("strided(64) | window(64)", 1024, 16, 128) == 0); /* 19.3 GB */
   setenv("SPLAT_ATTN_PASSES", "0", 1);
   CHECK(passes_for("strided(64) | window(64)", 2, 16, 64) == 0);
   setenv("SPLAT_ATTN_PASSES", "two", 1);
@@ -809,7 +812,8 @@ static void test_attn_epilogues(void) {
   const char *specs[] = {"strided(64) | window(64)", "window(256)"};
   for (int i = 0; i < 2; i++) {
     CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==
+          SPLAT_OK);
     CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
     /* strided(64) | window(64): the window's pass first, in 128-row tiles, split around
      * the lattice points; then the strided pass, in phase classes of 64 rows, each row's
@@ -838,8 +842,8 @@ static void test_attn_epilogues(void) {
       int two16 = 0, split16 = 0;
       CHECK(splat_pattern_parse("strided(16) | window(56)", 4096, 4096, &p16) == SPLAT_OK &&
             splat_analyze(p16, 0, 0, 0, &r16) == SPLAT_OK);
-      CHECK(splat__attn_passes_of_pattern(p16, r16.tile_q, r16.tile_k, 128, &two16, sh16,
-                                          &split16) == SPLAT_OK &&
+      CHECK(splat__attn_passes_of_pattern(p16, r16.tile_q, r16.tile_k, 128, SPLAT_BF16, &two16,
+                                          sh16, &split16) == SPLAT_OK &&
             two16 && sh16[0].segs == 8);
       CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 0, "sm_86", &kernels) ==
                 SPLAT_OK &&
@@ -855,13 +859,12 @@ static void test_attn_epilogues(void) {
                  p2.epi == SPLAT_EPI_PASS2 && p2.program == SPLAT__KPROG_PASS2,
              "pass 2: warps %d segs %d epi %d", p2.warps, p2.max_segs, p2.epi);
       /* Pass 2 stages its rows' pass-1 results in shared memory where two of its CTAs
-       * still share an SM: 64 rows of 68 floats and two barriers. */
+       * still share an SM: 64 rows of 64 fp16 and 16 bytes (bf16), and two barriers. */
       splat__kspec p2_unstaged = p2;
       p2_unstaged.epi = SPLAT_EPI_PASS1;
-      CHECKF(
-          splat__kspec_tile_smem(&p2) - splat__kspec_tile_smem(&p2_unstaged) == 16 + 64 * 68 * 4 &&
-              2 * (splat__kspec_tile_smem(&p2) + 1024) <= 233472,
-          "pass 2 smem %d", splat__kspec_tile_smem(&p2));
+      CHECKF(splat__kspec_tile_smem(&p2) - splat__kspec_tile_smem(&p2_unstaged) == 16 + 64 * 144 &&
+                 2 * (splat__kspec_tile_smem(&p2) + 1024) <= 233472,
+             "pass 2 smem %d", splat__kspec_tile_smem(&p2));
       char n1[176], n2[176];
       CHECK(splat__kspec_programs(&p1, &p2, prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
@@ -871,10 +874,12 @@ static void test_attn_epilogues(void) {
              "%s %s", n1, n2);
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==
+          SPLAT_OK);
     CHECKF(two == (i == 0) && split == (i == 1), "%s: two %d split %d", specs[i], two, split);
     setenv("SPLAT_ATTN_PASSES", "0", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, &two, shape, &split) == SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==
+          SPLAT_OK);
     CHECK(two == 0 && split == 1);
     unsetenv("SPLAT_ATTN_SPLIT");
     unsetenv("SPLAT_ATTN_PASSES");

@@ -643,8 +643,8 @@ static int cmd_codegen(int argc, char **argv) {
   memset(&pass2, 0, sizeof pass2);
   const int attention = only < 0 || only == SPLAT__KOP_ATTENTION;
   if (st == SPLAT_OK && attention && specs[SPLAT__KOP_ATTENTION].tile)
-    st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, &two_pass, shape,
-                                       &split);
+    st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, (splat_dtype)dtype,
+                                       &two_pass, shape, &split);
   splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   /* Each pass's tile kernel for its own rows, as plan creation does (one pass where either

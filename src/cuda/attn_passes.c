@@ -18,8 +18,10 @@ splat_status splat__attn_passes_env(int *on) {
                            "always one pass", on);
 }
 
-double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim) {
-  return (double)batch * (double)heads * (double)seq_q * SPLAT_ROWPART_STRIDE(head_dim) * 4.0;
+double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim,
+                                splat_dtype dt) {
+  return (double)batch * (double)heads * (double)seq_q *
+         SPLAT_ROWPART_BYTES(head_dim, dt == SPLAT_BF16);
 }
 
 /* The passes' shapes from their ACSRs and plans (over the regular rows, the same in both). */
@@ -39,7 +41,7 @@ static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2
 }
 
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
-                                     int64_t batch, int64_t heads, int head_dim,
+                                     int64_t batch, int64_t heads, int head_dim, splat_dtype dt,
                                      splat__tile_plan pass[2], splat__acsr part[2],
                                      splat__attn_pass_shape shape[2], int *npass) {
   *npass = 0;
@@ -51,7 +53,7 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   if (st != SPLAT_OK || !on) return st;
   st = splat__tile_plan_passes(a, single, pass, part, npass);
   if (st != SPLAT_OK || *npass == 0) return st;
-  const double bytes = splat__attn_passes_bytes(batch, heads, a->seq_q, head_dim);
+  const double bytes = splat__attn_passes_bytes(batch, heads, a->seq_q, head_dim, dt);
   if (bytes > (double)SPLAT__ATTN_PASSES_MAX_BYTES) {
     splat__log(SPLAT__LOG_INFO,
                "fused attention: one pass, although two would compute %lld instead of %lld "
@@ -88,7 +90,7 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
 }
 
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, int *two_pass,
+                                           int head_dim, splat_dtype dt, int *two_pass,
                                            splat__attn_pass_shape shape[2], int *split) {
   *two_pass = *split = 0;
   splat__acsr a;
@@ -100,7 +102,7 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
   st = splat__tile_plan_build(&a, tile_q, tile_k, &single);
   int npass = 0;
   if (st == SPLAT_OK)
-    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, pass, part, shape, &npass);
+    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, dt, pass, part, shape, &npass);
   if (st == SPLAT_OK && npass) {
     *two_pass = 1;
     for (int k = 0; k < 2; k++) {

@@ -11,7 +11,7 @@
 #include "cuda/kgen.h"
 #include "splat.h"
 
-/* The workspace is [batch * heads][seq_q][SPLAT_ROWPART_STRIDE(head_dim)] fp32 (params.cuh);
+/* The workspace is [batch * heads][seq_q] rows of SPLAT_ROWPART_BYTES (params.cuh);
  * above this many bytes the plan keeps a single pass. The cap is high: one pass of a mask
  * two passes serve computes nearly dense tiles (strided(64) | window(64) at 65536, d128,
  * batch 2: 6.5x slower than two passes with their 1.1 GB workspace, bench/NOTES.md v9). */
@@ -21,8 +21,9 @@
  * less; 0: never; anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__attn_passes_env(int *on);
 
-/* Bytes of the per-row workspace of a two-pass plan. */
-double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim);
+/* Bytes of the per-row workspace of a two-pass plan of dtype dt. */
+double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int head_dim,
+                                splat_dtype dt);
 
 /* What each pass's tile kernel is specialised for (kgen.h splat__kspec_for_pass): the most
  * segments a regular row has in the pass, and the most rows of one of its query tiles. */
@@ -31,13 +32,12 @@ typedef struct splat__attn_pass_shape {
 } splat__attn_pass_shape;
 
 /* The two passes of the fused attention for a plan with ACSR a, single tile plan `single`
- * and batch x heads x head_dim, when SPLAT_ATTN_PASSES allows, two passes compute at most
- * 3/4 of the single plan, and the workspace fits SPLAT__ATTN_PASSES_MAX_BYTES: *npass = 2
- * with pass[0], pass[1] built (splat__tile_plan_free each), their ACSRs in part[0],
- * part[1] (splat__pass_acsr_free each) and their shapes in shape[0], shape[1]. Else
- * *npass = 0. */
+ * and batch x heads x head_dim of dtype dt, when SPLAT_ATTN_PASSES allows, two passes compute at
+ * most 3/4 of the single plan, and the workspace fits SPLAT__ATTN_PASSES_MAX_BYTES: *npass = 2 with
+ * pass[0], pass[1] built (splat__tile_plan_free each), their ACSRs in part[0], part[1]
+ * (splat__pass_acsr_free each) and their shapes in shape[0], shape[1]. Else *npass = 0. */
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
-                                     int64_t batch, int64_t heads, int head_dim,
+                                     int64_t batch, int64_t heads, int head_dim, splat_dtype dt,
                                      splat__tile_plan pass[2], splat__acsr part[2],
                                      splat__attn_pass_shape shape[2], int *npass);
 
@@ -57,7 +57,7 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
  * *two_pass, with the passes' shapes in shape[0..1], and whether SPLAT_ATTN_SPLIT asks
  * for split tiles (one pass only), in *split. */
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, int *two_pass,
+                                           int head_dim, splat_dtype dt, int *two_pass,
                                            splat__attn_pass_shape shape[2], int *split);
 
 #endif

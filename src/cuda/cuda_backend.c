@@ -243,7 +243,8 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
       !p->spec[SPLAT__KOP_ATTENTION].tile)
     return st;
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
-                               plan->desc.head_dim, l->pass, l->part, l->shape, &l->npass);
+                               plan->desc.head_dim, plan->desc.dtype, l->pass, l->part, l->shape,
+                               &l->npass);
   int kernels = 1; /* each pass's tile kernel, for its rows; without either, one pass */
   if (st == SPLAT_OK && l->npass) {
     st = splat__attn_pass_specs(l->spec, l->shape, &plan->report, plan->desc.dtype,
@@ -373,11 +374,12 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     }
     if (st == SPLAT_OK && npass) {
       p->npass = npass;
-      st = splat__cuda_check(drv->cuMemAlloc(&p->rowpart, (size_t)splat__attn_passes_bytes(
-                                                              plan->desc.batch, plan->desc.heads,
-                                                              a->seq_q, plan->desc.head_dim)),
-                             "cuMemAlloc (the workspace of two-pass attention; "
-                             "SPLAT_ATTN_PASSES=0 plans one pass without it)");
+      st = splat__cuda_check(
+          drv->cuMemAlloc(&p->rowpart, (size_t)splat__attn_passes_bytes(
+                                           plan->desc.batch, plan->desc.heads, a->seq_q,
+                                           plan->desc.head_dim, plan->desc.dtype)),
+          "cuMemAlloc (the workspace of two-pass attention; "
+          "SPLAT_ATTN_PASSES=0 plans one pass without it)");
     }
     if (st == SPLAT_OK && (p->part || p->rowpart)) {
       st = splat__cuda_check(drv->cuEventCreate(&p->ws_done, CU_EVENT_DISABLE_TIMING),
@@ -815,7 +817,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
    * kernel alone needs neither. */
   prm.pat = p->tile[SPLAT__KOP_ATTENTION] && tile_ok ? p->attn_pat : p->pat;
   prm.part = (float *)(uintptr_t)p->part;
-  prm.rowpart = (float *)(uintptr_t)p->rowpart;
+  prm.rowpart = (unsigned char *)(uintptr_t)p->rowpart;
   prm.part_rows = plan->tiles.tile_q;
   prm.q = dev_tensor(q);
   prm.k = dev_tensor(k);

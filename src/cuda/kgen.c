@@ -164,12 +164,13 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
      * buffer, two task records (48 bytes each); in pass 2's one-warpgroup kernel, its
      * staged pass-1 rows where two CTAs still share an SM (SPLAT_WS_STAGED: two barriers,
-     * then the rows' O, m, l in 16-byte chunks; half of 228 KB less the 1 KB reserved per
+     * then the rows' O (fp16 in bf16 plans, else floats) and m, l, amax in 16 bytes;
+     * attention_common.cuh SPLAT_ROWPART_COPY; half of 228 KB less the 1 KB reserved per
      * CTA) */
     const int base = 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 +
                      8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 +
                      2 * 48;
-    const int staged = 16 + tq * ((s->head_dim + 2 + 3) / 4 * 4) * 4;
+    const int staged = 16 + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
     return base + (s->epi == SPLAT_EPI_PASS2 && s->warps == 4 && base + staged <= 233472 / 2 - 1024
                        ? staged
                        : 0);
