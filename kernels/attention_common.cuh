@@ -183,9 +183,9 @@ SPLAT_DEV void splat_attn_online_softmax(float (&s)[4 * NJ], float (&o)[NO], flo
 }
 
 /* A two-pass plan's workspace rows (params.cuh SPLAT_ROWPART_BYTES): pass 1's O in fp16
- * of O / amax in bf16 plans (SPLAT_ROWPART_HALF), else in floats; then m, l (and amax) as
- * floats at SPLAT_ROWPART_TAIL. A copy of a row into shared memory takes SPLAT_ROWPART_COPY
- * bytes (whole 16-byte chunks: a bulk copy's unit). */
+ * of O / unit in bf16 plans (SPLAT_ROWPART_HALF: splat_attn_row_scale), else in floats;
+ * then m, l (and unit) as floats at SPLAT_ROWPART_TAIL. A copy of a row into shared memory takes
+ * SPLAT_ROWPART_COPY bytes (whole 16-byte chunks: a bulk copy's unit). */
 #define SPLAT_ROWPART_HALF (SPLAT_DT == SPLAT_BF16)
 #define SPLAT_ROWPART_TAIL (SPLAT_HEAD_DIM * (SPLAT_ROWPART_HALF ? 2 : 4))
 #define SPLAT_ROWPART_COPY (SPLAT_ROWPART_TAIL + 16)
@@ -202,40 +202,47 @@ SPLAT_DEV unsigned char *splat_attn_rowpart(const splat_attention_params &P, int
 
 /* Pass 1 of two: a row's unnormalised O (this thread's column pairs of block row r0 + 8 hf,
  * as splat_attn_store holds them), its maximum mx and quad-summed sum lt to its workspace
- * row `part`. amax: the quad's max |O| of the row (SPLAT_ROWPART_HALF). */
+ * row `part`; sc = {1 / unit, unit} from splat_attn_row_scale. */
 template <int NO>
 SPLAT_DEV void splat_attn_store_rowpart(unsigned char *part, const float (&o)[NO], int hf, int t,
-                                        float mx, float lt, float amax) {
-  const float sc = amax > 0.f ? 1.f / amax : 0.f;
+                                        float mx, float lt, float2 sc) {
 #pragma unroll
   for (int j = 0; j < NO / 4; j++) {
     const int d = 8 * j + 2 * t;
     if (d >= SPLAT_HEAD_DIM) continue;
     const float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
     if (SPLAT_ROWPART_HALF)
-      *(uint32_t *)(part + 2 * d) = splat_pack2<SPLAT_F16>(x0 * sc, x1 * sc);
+      *(uint32_t *)(part + 2 * d) = splat_pack2<SPLAT_F16>(x0 * sc.x, x1 * sc.x);
     else
       *(float2 *)(part + 4 * d) = make_float2(x0, x1);
   }
   if (t == 0) {
     if (SPLAT_ROWPART_HALF)
-      *(float4 *)(part + SPLAT_ROWPART_TAIL) = make_float4(mx, lt, amax, 0.f);
+      *(float4 *)(part + SPLAT_ROWPART_TAIL) = make_float4(mx, lt, sc.y, 0.f);
     else
       *(float2 *)(part + SPLAT_ROWPART_TAIL) = make_float2(mx, lt);
   }
 }
 
-/* The max |O| over a row of this thread's block rows r0 + 8 hf, quad-reduced (every lane
- * calls it: shuffles), for splat_attn_store_rowpart; 1 where O is kept in floats. */
+/* The fp16 scale of a workspace row of this thread's block row r0 + 8 hf (every lane calls
+ * it: quad shuffles over the row's max |O| = amax): {1 / unit, unit}, unit a power of two
+ * with amax / unit in [2^14, 2^15) (fp16 holds it, and every element down to 2^-28 amax stays
+ * a normal fp16 with 11 bits, 3 more than the bf16 output; the scaling is exact). Tiny or
+ * zero amax: unit 2^-126; huge: 2^113; infinite or NaN: unit 1 (its inf and NaN columns stay
+ * so, the others are rounded to fp16). {1, 1} where O is kept in floats. */
 template <int NO>
-SPLAT_DEV float splat_attn_row_amax(const float (&o)[NO], int hf) {
-  if (!SPLAT_ROWPART_HALF) return 1.f;
+SPLAT_DEV float2 splat_attn_row_scale(const float (&o)[NO], int hf) {
+  if (!SPLAT_ROWPART_HALF) return make_float2(1.f, 1.f);
   float a = 0.f;
 #pragma unroll
   for (int j = 0; j < NO / 4; j++)
     a = fmaxf(a, fmaxf(fabsf(o[4 * j + 2 * hf]), fabsf(o[4 * j + 2 * hf + 1])));
   a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 1));
-  return fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 2));
+  a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 2));
+  /* amax in [2^(E - 127), 2^(E - 126)) for its biased exponent E >= 1: unit 2^(E - 141). */
+  const int e = (int)((__float_as_uint(a) >> 23) & 0xffu), u = e == 255 ? 141 : max(e, 15);
+  return make_float2(__uint_as_float((uint32_t)(268 - u) << 23),
+                     __uint_as_float((uint32_t)(u - 14) << 23));
 }
 
 /* Pass 2 of a two-pass plan: pulls the pass-1 results of block rows r0, r0 + 8 (below
@@ -256,7 +263,7 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
   }
 }
 
-/* Pass 1's columns d, d + 1 of a workspace row at p, as fp32 O / amax (SPLAT_ROWPART_HALF)
+/* Pass 1's columns d, d + 1 of a workspace row at p, as fp32 O / unit (SPLAT_ROWPART_HALF)
  * or O: ld.shared where the kernel has staged it in shared memory (SHARED; a generic load
  * costs an address check), else a global load. */
 template <bool SHARED>
@@ -280,7 +287,7 @@ SPLAT_DEV float2 splat_attn_prior2(const unsigned char *p, int d) {
   return v;
 }
 
-/* Pass 1's m, l and amax (1 where O is kept in floats) of a workspace row at p (as
+/* Pass 1's m, l and unit (1 where O is kept in floats) of a workspace row at p (as
  * splat_attn_prior2). */
 template <bool SHARED>
 SPLAT_DEV float3 splat_attn_prior_tail(const unsigned char *p) {
@@ -330,12 +337,13 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
-    const float amax = SPLAT_ATTN_PASS == 1 ? splat_attn_row_amax<NO>(o, hf) : 1.f;
+    const float2 sc =
+        SPLAT_ATTN_PASS == 1 ? splat_attn_row_scale<NO>(o, hf) : make_float2(1.f, 1.f);
     const int r = r0 + 8 * hf;
     if (r < nrows) {
       float w = 1.f, w1 = 0.f;
       if (SPLAT_ATTN_PASS == 1) {
-        splat_attn_store_rowpart<NO>(splat_attn_rowpart(P, b, h, row[hf]), o, hf, t, mx, lt, amax);
+        splat_attn_store_rowpart<NO>(splat_attn_rowpart(P, b, h, row[hf]), o, hf, t, mx, lt, sc);
         continue;
       }
       const unsigned char *prior = nullptr; /* pass 2: pass 1's row */
@@ -343,7 +351,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
         prior = STAGED ? staged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, row[hf]);
         const float3 ml = splat_attn_prior_tail<STAGED>(prior);
         splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
-        w1 *= ml.z; /* O1's weight: kept as O1 / amax */
+        w1 *= ml.z; /* O1's weight: kept as O1 / unit */
       }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const int64_t oo = splat_off(P.out, b, h, row[hf]);

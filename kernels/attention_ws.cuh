@@ -180,7 +180,7 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * routines' range checks (a merged sum too: one of its passes' weights is 1); the (b, h)
  * part of the offsets is computed once. Pass 2 of two merges pass 1's row first (sStaged:
  * its staged rows, SPLAT_WS_STAGED). Pass 1 of two in bf16 plans (SPLAT_ROWPART_HALF) writes
- * its rows the same way to the workspace, as fp16 of O / amax, the tail (m, l, amax) by a
+ * its rows the same way to the workspace, as fp16 of O / unit, the tail (m, l, unit) by a
  * lane a row (attention_common.cuh splat_attn_store_rowpart's layout; whole 16-byte
  * stores, where column pairs left half-filled sectors: bench/NOTES.md v10.2, v10.3). For outputs
  * splat_ws_out_vec accepts (the only ones a plain kernel is launched with: cuda_backend.c);
@@ -202,7 +202,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
     constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
-    const float amax = part ? splat_attn_row_amax<SPLAT_NO>(o, hf) : 1.f;
+    const float2 sc = part ? splat_attn_row_scale<SPLAT_NO>(o, hf) : make_float2(1.f, 1.f);
     /* Pass 2: pass 1's row (block rows past nrows read row 0's, or a staged row of an
      * earlier item: in bounds, their results are dropped), merged (attention_common.cuh
      * splat_attn_merge_ml); from shared memory where staged, a column pair at a time, else every
@@ -218,10 +218,9 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
         for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr, 8 * j + 2 * t);
       const float3 ml = splat_attn_prior_tail<SPLAT_WS_STAGED>(pr);
       splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
-      w1 *= ml.z; /* O1's weight: kept as O1 / amax */
+      w1 *= ml.z; /* O1's weight: kept as O1 / unit */
     }
-    const float inv =
-        part ? (amax > 0.f ? __fdividef(1.f, amax) : 0.f) : (lt > 0.f ? __fdividef(1.f, lt) : 0.f);
+    const float inv = part ? sc.x : (lt > 0.f ? __fdividef(1.f, lt) : 0.f);
 #pragma unroll
     for (int j = 0; j < SPLAT_NO / 4; j++) {
       float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
@@ -237,7 +236,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     if constexpr (part) {
       if (t == 0 && r < nrows)
         *(float4 *)(splat_attn_rowpart(P, b, h, sRow[r]) + SPLAT_ROWPART_TAIL) =
-            make_float4(mx, lt, amax, 0.f);
+            make_float4(mx, lt, sc.y, 0.f);
     } else if (P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
           lt > 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;

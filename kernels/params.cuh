@@ -139,10 +139,11 @@ typedef struct splat_attention_params {
 } splat_attention_params;
 
 /* Bytes per row of a two-pass plan's workspace rowpart: pass 1's unnormalised O, then its
- * m and l (and amax) as floats, padded to whole 32-byte sectors (a quad's stores of one
- * row fill a sector). `half` (bf16 plans): O as fp16 of O / amax, amax = max |O| of the row
- * (fp16 keeps 3 bits more than the bf16 output: the merge adds at most 1/8 of an output
- * ulp; O in bf16 added up to a whole one, bench/NOTES.md v10); else O as floats. */
+ * m and l (and a unit) as floats, padded to whole 32-byte sectors. `half` (bf16 plans): O as
+ * fp16 of O / unit, unit a power of two scaling the row's max |O| into fp16's top binades
+ * (attention_common.cuh splat_attn_row_scale): fp16 keeps 3 bits more than the bf16 output,
+ * so the merge adds at most 1/16 of an output rounding step to elements down to 2^-28 of
+ * the row's max (O in bf16 added up to a whole one: bench/NOTES.md v10); else O as floats. */
 #define SPLAT_ROWPART_BYTES(head_dim, half) \
   ((half) ? ((head_dim)*2 + 16 + 31) / 32 * 32 : ((head_dim) + 2 + 7) / 8 * 8 * 4)
 

@@ -614,8 +614,9 @@ static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec
       attr.value.programmatic_stream_serialization_allowed = 1;
       const splat__cu_launch_config cfg = {
           (unsigned)ctas, 1, 1, threads, 1, 1, (unsigned)smem, (CUstream)stream, &attr, 1};
-      CU(drv->cuLaunchKernelEx(&cfg, f, args, NULL), "cuLaunchKernelEx (pass 2, dependent)");
-      return SPLAT_OK;
+      /* Where the driver refuses the attribute (a stream being captured by an older
+       * driver), the plain launch below. */
+      if (drv->cuLaunchKernelEx(&cfg, f, args, NULL) == CUDA_SUCCESS) return SPLAT_OK;
     }
     CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1, threads, 1, 1, (unsigned)smem, (CUstream)stream,
                            args, NULL),
@@ -710,8 +711,10 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
       splat_attention_params *prm = params;
       for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {
         prm->pat = p->pass_pat[k];
+        /* Pass 2 depends on pass 1 only when pass 1 runs (else it would on whatever
+         * kernel came before on the caller's stream). */
         st = k ? launch_tile(plan, &p->attn_pass2_spec, p->attn_pass2, p->attn_pass2_smem,
-                             p->pass_ntiles[k], stream, params, 1)
+                             p->pass_ntiles[k], stream, params, p->pass_ntiles[0] > 0)
                : launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op], p->pass_ntiles[k],
                              stream, params, 0);
       }

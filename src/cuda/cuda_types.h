@@ -85,6 +85,11 @@ typedef struct splat__cu_launch_config {
   unsigned num_attrs;
 } splat__cu_launch_config;
 _Static_assert(sizeof(splat__cu_launch_attr) == 72, "CUlaunchAttribute is 72 bytes");
+_Static_assert(sizeof(splat__cu_launch_config) == 56 &&
+                   offsetof(splat__cu_launch_config, stream) == 32 &&
+                   offsetof(splat__cu_launch_config, attrs) == 40 &&
+                   offsetof(splat__cu_launch_config, num_attrs) == 48,
+               "CUlaunchConfig's layout (cuda.h)");
 
 /* cuTensorMapEncodeTiled, cuda.h's signature with its enum arguments as int (data type,
  * interleave, swizzle, L2 promotion, out-of-bounds fill) and the map as 128 bytes. */

@@ -164,7 +164,7 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
      * buffer, two task records (48 bytes each); in pass 2's one-warpgroup kernel, its
      * staged pass-1 rows where two CTAs still share an SM (SPLAT_WS_STAGED: two barriers,
-     * then the rows' O (fp16 in bf16 plans, else floats) and m, l, amax in 16 bytes;
+     * then the rows' O (fp16 in bf16 plans, else floats) and m, l (and a unit) in 16 bytes;
      * attention_common.cuh SPLAT_ROWPART_COPY; half of 228 KB less the 1 KB reserved per
      * CTA) */
     const int base = 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 +

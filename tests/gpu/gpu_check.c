@@ -614,6 +614,33 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
     row(spec, c, sq, sk, dim, dt, "attn-unal", &r, r.status_bad ? splat_last_error(ctx) : "");
   }
+  /* ---- bf16 attention with V scaled by 2^-120 and 2^100 (V changed for good: last):
+   * two-pass plans keep pass 1's O in fp16 under a power-of-two unit per row, clamped at
+   * both ends of the range (kernels/attention_common.cuh splat_attn_row_scale) */
+  if (dt == SPLAT_BF16 && strstr(spec, "strided")) {
+    static const int shift[2] = {-120, 100};
+    static const char *const name[2] = {"attn-tiny", "attn-huge"};
+    for (int x = 0; x < 2; x++) {
+      result r = r0, rl = r0;
+      for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < HK; h++)
+          for (int64_t s = 0; s < sk; s++)
+            for (int64_t d = 0; d < D; d++) {
+              double *e = &vd[((b * HK + h) * sk + s) * D + d];
+              *e = round_dt(ldexp(*e, x ? shift[1] - shift[0] : shift[0]), dt);
+              put(v.h, dt, at(&ck, b, h, HK, sk, s, d), *e);
+            }
+      up(&v);
+      poison(&o), up(&o);
+      memset(lse.h, 0xFF, lse.bytes), up(&lse);
+      if (splat_attention(plan, &tq, &tk, &tv, (float)scale, &to, &tl, NULL) != SPLAT_OK) {
+        r.status_bad = 1;
+      }
+      if (!sync_device() || !down(&o) || !down(&lse)) r.status_bad = 1;
+      if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
+      row(spec, c, sq, sk, dim, dt, name[x], &r, r.status_bad ? splat_last_error(ctx) : "");
+    }
+  }
 done:
   buf_free(&q), buf_free(&k), buf_free(&v), buf_free(&vin), buf_free(&vout), buf_free(&o);
   buf_free(&lse);

@@ -109,8 +109,9 @@ def exponentials_under_pv(lines):
 
 def dependent_launch(lines):
     """(whether the kernel lets dependents start, whether it waits for its prerequisite)."""
-    return (any(re.match(r"PREEXIT\b", ins) for ins in lines),
-            any(re.match(r"ACQBULK\b", ins) for ins in lines))
+    pred = r"(@!?U?P\w+\s+)?"
+    return (any(re.match(pred + r"PREEXIT\b", ins) for ins in lines),
+            any(re.match(pred + r"ACQBULK\b", ins) for ins in lines))
 
 
 def main():
