@@ -470,6 +470,21 @@ static void fill(const check *k, double *logical, void *image, int64_t nh, int64
         }
 }
 
+/* One fused attention call of plan, its output through view `to` into buffer o (which `to`
+ * starts `skip` bytes into: the unaligned case) and its lse into buffer lse, both poisoned
+ * first; the results against the reference in r and rl. */
+static void attention_case(splat_plan *plan, const splat_tensor *tq, const splat_tensor *tk,
+                           const splat_tensor *tv, double scale, const splat_tensor *to,
+                           const splat_tensor *tl, buf *o, buf *lse, size_t skip, check *ck,
+                           result *r, result *rl) {
+  poison(o), up(o);
+  memset(lse->h, 0xFF, lse->bytes), up(lse);
+  if (splat_attention(plan, tq, tk, tv, (float)scale, to, tl, NULL) != SPLAT_OK) r->status_bad = 1;
+  if (!sync_device() || !down(o) || !down(lse)) r->status_bad = 1;
+  if (skip) memmove(o->h, (char *)o->h + skip, o->bytes - skip);
+  if (!r->status_bad) reference(ck, ref_attention, r, rl);
+}
+
 static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, const shape *c,
                      int dim, splat_dtype dt) {
   const int64_t B = c->B, H = c->H, HK = c->HK, sq = m->sq, sk = m->sk, D = dim, W = m->W;
@@ -588,13 +603,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
   /* ---- attention (fused, simple) with lse */
   {
     result r = r0, rl = r0;
-    poison(&o), up(&o);
-    memset(lse.h, 0xFF, lse.bytes), up(&lse);
-    if (splat_attention(plan, &tq, &tk, &tv, (float)scale, &to, &tl, NULL) != SPLAT_OK) {
-      r.status_bad = 1;
-    }
-    if (!sync_device() || !down(&o) || !down(&lse)) r.status_bad = 1;
-    if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
+    attention_case(plan, &tq, &tk, &tv, scale, &to, &tl, &o, &lse, 0, &ck, &r, &rl);
     row(spec, c, sq, sk, dim, dt, "attention", &r, r.status_bad ? splat_last_error(ctx) : "");
     if (!r.status_bad) row(spec, c, sq, sk, dim, dt, "attn-lse", &rl, "");
   }
@@ -604,14 +613,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     result r = r0, rl = r0;
     splat_tensor tu = to;
     tu.data = (char *)(uintptr_t)o.d + es;
-    poison(&o), up(&o);
-    memset(lse.h, 0xFF, lse.bytes), up(&lse);
-    if (splat_attention(plan, &tq, &tk, &tv, (float)scale, &tu, &tl, NULL) != SPLAT_OK) {
-      r.status_bad = 1;
-    }
-    if (!sync_device() || !down(&o) || !down(&lse)) r.status_bad = 1;
-    memmove(o.h, (char *)o.h + es, (size_t)nq * es);
-    if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
+    attention_case(plan, &tq, &tk, &tv, scale, &tu, &tl, &o, &lse, (size_t)es, &ck, &r, &rl);
     row(spec, c, sq, sk, dim, dt, "attn-unal", &r, r.status_bad ? splat_last_error(ctx) : "");
   }
   /* ---- bf16 attention with V scaled by 2^-120 and 2^100 (V changed for good: last):
@@ -631,13 +633,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
               put(v.h, dt, at(&ck, b, h, HK, sk, s, d), *e);
             }
       up(&v);
-      poison(&o), up(&o);
-      memset(lse.h, 0xFF, lse.bytes), up(&lse);
-      if (splat_attention(plan, &tq, &tk, &tv, (float)scale, &to, &tl, NULL) != SPLAT_OK) {
-        r.status_bad = 1;
-      }
-      if (!sync_device() || !down(&o) || !down(&lse)) r.status_bad = 1;
-      if (!r.status_bad) reference(&ck, ref_attention, &r, &rl);
+      attention_case(plan, &tq, &tk, &tv, scale, &to, &tl, &o, &lse, 0, &ck, &r, &rl);
       row(spec, c, sq, sk, dim, dt, name[x], &r, r.status_bad ? splat_last_error(ctx) : "");
     }
   }
