@@ -200,6 +200,15 @@ SPLAT_DEV unsigned char *splat_attn_rowpart(const splat_attention_params &P, int
                          SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
 }
 
+/* Pass 1 of two: the tail of workspace row `part`: its maximum mx, quad-summed sum lt and
+ * (SPLAT_ROWPART_HALF) unit. */
+SPLAT_DEV void splat_attn_store_rowpart_tail(unsigned char *part, float mx, float lt, float unit) {
+  if (SPLAT_ROWPART_HALF)
+    *(float4 *)(part + SPLAT_ROWPART_TAIL) = make_float4(mx, lt, unit, 0.f);
+  else
+    *(float2 *)(part + SPLAT_ROWPART_TAIL) = make_float2(mx, lt);
+}
+
 /* Pass 1 of two: a row's unnormalised O (this thread's column pairs of block row r0 + 8 hf,
  * as splat_attn_store holds them), its maximum mx and quad-summed sum lt to its workspace
  * row `part`; sc = {1 / unit, unit} from splat_attn_row_scale. */
@@ -216,12 +225,7 @@ SPLAT_DEV void splat_attn_store_rowpart(unsigned char *part, const float (&o)[NO
     else
       *(float2 *)(part + 4 * d) = make_float2(x0, x1);
   }
-  if (t == 0) {
-    if (SPLAT_ROWPART_HALF)
-      *(float4 *)(part + SPLAT_ROWPART_TAIL) = make_float4(mx, lt, sc.y, 0.f);
-    else
-      *(float2 *)(part + SPLAT_ROWPART_TAIL) = make_float2(mx, lt);
-  }
+  if (t == 0) splat_attn_store_rowpart_tail(part, mx, lt, sc.y);
 }
 
 /* The fp16 scale of a workspace row of this thread's block row r0 + 8 hf (every lane calls

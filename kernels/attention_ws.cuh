@@ -197,11 +197,11 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
                 "whole rows");
   const int t = lane & 3;
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
+  constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
-    constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
     const float2 sc = part ? splat_attn_row_scale<SPLAT_NO>(o, hf) : make_float2(1.f, 1.f);
     /* Pass 2: pass 1's row (block rows past nrows read row 0's, or a staged row of an
      * earlier item: in bounds, their results are dropped), merged (attention_common.cuh
@@ -235,8 +235,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     }
     if constexpr (part) {
       if (t == 0 && r < nrows)
-        *(float4 *)(splat_attn_rowpart(P, b, h, sRow[r]) + SPLAT_ROWPART_TAIL) =
-            make_float4(mx, lt, sc.y, 0.f);
+        splat_attn_store_rowpart_tail(splat_attn_rowpart(P, b, h, sRow[r]), mx, lt, sc.y);
     } else if (P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
           lt > 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
@@ -251,7 +250,6 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   constexpr int CH = SPLAT_DP / 8, RPP = 32 / CH, NP = 16 / RPP;
   const int rw = 64 * cw + 16 * warp + lane / CH, ch = lane % CH;
   /* Row `row`'s chunk ch: of the output, or of pass 1's workspace row. */
-  constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF;
   constexpr int64_t part_bytes = SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
   unsigned char *const dst0 = part ? splat_attn_rowpart(P, b, h, 0) + 16 * ch
                                    : (unsigned char *)((uint16_t *)P.out.data + out_bh + 8 * ch);
