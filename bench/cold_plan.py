@@ -4,7 +4,7 @@ with an empty SPLAT_CACHE_DIR (and CUDA_CACHE_DISABLE=1, so no compile cache bel
 serves it), then a second process on the same directory.
 
     SPLAT_LIBRARY=build-gpu/libsplat.so PYTHONPATH=python python3 bench/cold_plan.py \
-        [--spec "window(256)"] [--seq 4096] [--head-dims 64,128] [--rounds 2]
+        [--spec "window(256)"] [--seq 4096] [--head-dims 64,128] [--rounds 2] [--ops attention]
 
 "plan" is the wall time of splat.ops.Plan (it includes the process's CUDA context
 creation, ~0.2 s); "kernels" is the plan report's kernels_ms (compile, or disk load).
@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--head-dims", default="64,128")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--ops", default=",".join(OPS), help="sets of operations, of: " + ", ".join(OPS))
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -49,7 +50,7 @@ def main() -> None:
     print(f"{a.spec}, seq {a.seq}, batch 2, heads 16, bf16; ms")
     print(f"{'ops':10s} {'dim':>4s} {'cache':6s} {'plan':>8s} {'kernels':>8s} compiled")
     for _ in range(a.rounds):
-        for ops in OPS:
+        for ops in a.ops.split(","):
             for d in (int(x) for x in a.head_dims.split(",")):
                 with tempfile.TemporaryDirectory() as cache:
                     env = dict(os.environ, SPLAT_CACHE_DIR=cache, CUDA_CACHE_DISABLE="1")

@@ -75,10 +75,12 @@ SPLAT_DEV void splat_attn_mask(float (&s)[4 * NJ], const splat_ival *iv, const i
       const int32_t klo = first_at(v.x - c0), kend = first_at(v.y - c0 + 1);
       keep |= splat_bit_range(klo, max(kend - klo, 0));
     };
-    if constexpr (SPLAT_MAX_SEGS == 1) {
-      if (n > 0) add(*(const int2 *)rv); /* no loop: most patterns */
-    } else {
-      for (int q = 0; q < n; q++) add(*(const int2 *)(rv + q));
+    /* Bounded by the prelude's count, unrolled: a loop to n took ~12% more compile time for
+     * two intervals a row (bench/NOTES.md v11). */
+#pragma unroll
+    for (int q = 0; q < SPLAT_MAX_SEGS; q++) {
+      if (q >= n) break;
+      add(*(const int2 *)(rv + q));
     }
 #pragma unroll
     for (int j = 0; j < NJ; j++) {
@@ -101,7 +103,10 @@ SPLAT_DEV bool splat_attn_wg_touches(const splat_ival *iv, const int *niv, int r
   for (int rr = lane; rr < 64; rr += 32) {
     const int r = row0 + rr;
     const splat_ival *rv = iv + r * SPLAT_MAX_SEGS;
-    for (int q = 0; q < niv[r]; q++) {
+    const int n = niv[r];
+#pragma unroll
+    for (int q = 0; q < SPLAT_MAX_SEGS; q++) {
+      if (q >= n) break;
       const int4 v = *(const int4 *)(rv + q);
       mine = mine || (v.x < g0 + KT && v.y >= g0);
     }
@@ -250,7 +255,7 @@ SPLAT_DEV float2 splat_attn_row_scale(const float (&o)[NO], int hf) {
 }
 
 /* Pass 2 of a two-pass plan: pulls the pass-1 results of block rows r0, r0 + 8 (below
- * nrows; original rows row[0], row[1]) towards L2 at the item's start, so splat_attn_store's
+ * nrows; original rows row[0], row[1]) towards L2 at the item's start, so the epilogue's
  * loads of them do not wait on DRAM. A quad's threads take the row's 128-byte lines in turn. */
 SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_t b, int64_t h,
                                          const int (&row)[2], int r0, int nrows, int t) {
@@ -330,14 +335,14 @@ SPLAT_DEV void splat_attn_merge_ml(float2 ml, float &mx, float &lt, float &w, fl
  * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
  * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
  * could alias them for all the compiler knows: loads interleaved with stores would wait a
- * memory round trip per column pair); splat_attn_prefetch_prior has brought them to L2, or
- * (STAGED) the kernel has copied them to shared memory: block row r at staged + r x
- * SPLAT_ROWPART_COPY. */
-template <int NO, int PC = 4, bool STAGED = false>
+ * memory round trip per column pair). The epilogue of the kernels without warp
+ * specialisation (attention_wgmma.cuh, attention_tile.cuh), and the warp-specialised
+ * kernel's pass 1 in f32 rows. */
+template <int NO>
 SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
-                                const int (&row)[2], int r0, int nrows, int t,
-                                const unsigned char *staged = nullptr) {
+                                const int (&row)[2], int r0, int nrows, int t) {
+  constexpr int PC = 4;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
@@ -352,8 +357,8 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       const unsigned char *prior = nullptr; /* pass 2: pass 1's row */
       if (SPLAT_ATTN_PASS == 2) {
-        prior = STAGED ? staged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, row[hf]);
-        const float3 ml = splat_attn_prior_tail<STAGED>(prior);
+        prior = splat_attn_rowpart(P, b, h, row[hf]);
+        const float3 ml = splat_attn_prior_tail<false>(prior);
         splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
         w1 *= ml.z; /* O1's weight: kept as O1 / unit */
       }
@@ -369,7 +374,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
         for (int j = 0; j < PC; j++) {
           const int d = 8 * (j0 + j) + 2 * t;
           p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM
-                      ? splat_attn_prior2<STAGED>(prior, d)
+                      ? splat_attn_prior2<false>(prior, d)
                       : make_float2(0.f, 0.f);
         }
 #pragma unroll

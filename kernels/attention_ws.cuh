@@ -163,13 +163,6 @@ struct splat_ws_task {
   int4 a, c, r;
 };
 
-/* Whether every row of P.out can take 16-byte stores: head_dim contiguous, the base and
- * every row 16-byte aligned. */
-SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
-  return P.out.s3 == 1 && (P.out.s2 | P.out.s1 | P.out.s0) % 8 == 0 &&
-         ((unsigned long long)P.out.data & 15) == 0;
-}
-
 /* O / l of a consumer warpgroup's 64 rows (block rows 64 cw ..) to the original rows
  * sRow[r], r < nrows, through its own 64 rows of the item's Q buffer `sQb` (their S
  * products are complete): each warp puts its 16 rows there in the input dtype (the
@@ -182,9 +175,8 @@ SPLAT_DEV bool splat_ws_out_vec(const splat_attention_params &P) {
  * its staged rows, SPLAT_WS_STAGED). Pass 1 of two in bf16 plans (SPLAT_ROWPART_HALF) writes
  * its rows the same way to the workspace, as fp16 of O / unit, the tail (m, l, unit) by a
  * lane a row (attention_common.cuh splat_attn_store_rowpart's layout; whole 16-byte
- * stores, where column pairs left half-filled sectors: bench/NOTES.md v10.2, v10.3). For outputs
- * splat_ws_out_vec accepts (the only ones a plain kernel is launched with: cuda_backend.c);
- * the others take splat_attn_store or splat_attn_store_part. An
+ * stores, where column pairs left half-filled sectors: bench/NOTES.md v10.2, v10.3). Outputs
+ * whose rows cannot take 16-byte stores run on the row kernel (cuda_backend.c out_vec_ok). An
  * element-by-element path here cost this fast path up to 8% of the kernel's time at
  * head_dim 64 inline, and up to 2.4% out of line behind a uniform branch (bench/NOTES.md,
  * stop 16). */
@@ -283,7 +275,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
 __device__ __noinline__ void splat_ws_gather(const uint16_t *base, int64_t off, int64_t s2,
                                              int64_t seq_k, splat_dev_run run, int32_t g0,
                                              unsigned char *dst, bool mn) {
-  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128>(
+  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, 128, true>(
       base, off, s2, seq_k, run, g0, [&](int kk, int ch) {
         return dst + (mn ? splat_sw128_tile_off_mn<SPLAT_KT>(kk, ch)
                          : splat_sw128_tile_off<SPLAT_KT>(kk, ch));
@@ -482,7 +474,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const uint32_t kv_addr = splat_smem_addr(sKV);
   const uint64_t kdesc0 = splat_wgmma_desc_k<SPLAT_KT>(kv_addr, 0);
   const uint64_t vdesc0 = splat_wgmma_desc_mn<SPLAT_KT>(kv_addr + SPLAT_TILE_BYTES(SPLAT_KT), 0);
-  const bool out_vec = splat_ws_out_vec(P);
   uint32_t n = 0, R = 0, k = 0;
   for (;;) {
     const int qb = (int)(k & 1u);
@@ -686,33 +677,29 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
     }
 
-    /* O / l and the log-sum-exp, to the original rows. Only the staged epilogue needs the
-     * Q buffer: the others hand it (and its row ids and task) back to the producer first,
-     * which can then load item k + 2 while they store. A plain kernel has the staged one
-     * only (its host runs one pass, splits no tile and hands it outputs splat_ws_out_vec
-     * accepts); pass 2 of two for such outputs (v9.6: 3-11% faster on strided | window than
-     * column pairs), pass 1 in bf16 plans (its fp16 workspace rows, v10.3). */
+    /* O / l and the log-sum-exp, to the original rows, by the staged epilogue (the host
+     * launches this kernel only on outputs whose rows take 16-byte stores: cuda_backend.c
+     * out_vec_ok), which needs the Q buffer. The two others hand it (and its row ids and
+     * task) back to the producer first, which can then load item k + 2 while they store: a
+     * chunk of a split tile leaves its partial results, pass 1 of two in fp16 and f32 plans
+     * its f32 workspace rows (bf16 plans' fp16 rows go through the staged one, v10.3). One
+     * epilogue for the output kept pass 2's code ~25% smaller than with column-pair stores
+     * beside it, which were also 3-11% slower (bench/NOTES.md v9.6, v11). */
     const int4 tc = sTask[qb].c; /* b, h, b * heads + h */
-    constexpr bool plain = SPLAT_ATTN_EPI == SPLAT_EPI_PLAIN;
-    if (plain || (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot < 0 && out_vec) ||
-        (SPLAT_ATTN_PASS == 2 && out_vec) || (SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF)) {
+    if (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT ? slot < 0 : SPLAT_ATTN_PASS != 1 || SPLAT_ROWPART_HALF) {
       if (SPLAT_WS_STAGED) splat_mbar_wait(&pfull[cw], k & 1u);
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
                             warp, lane, nrows, sStaged);
       splat_mbar_arrive(&qempty[qb]);
     }
-#if SPLAT_ATTN_EPI != SPLAT_EPI_PLAIN
+#if SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT || (SPLAT_ATTN_PASS == 1 && !SPLAT_ROWPART_HALF)
     else {
       const int row[2] = {sRow[r0], sRow[r0 + 8]};
       splat_mbar_arrive(&qempty[qb]);
-      if (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot >= 0) {
+      if (SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT)
         splat_attn_store_part<SPLAT_NO>(P, o, m, l, slot, tc.z, ta.z, r0, nrows, t);
-      } else {
-        /* One consumer warpgroup has 128 registers a thread: its pass 2 loads a pair at a time. */
-        if (SPLAT_WS_STAGED) splat_mbar_wait(&pfull[cw], k & 1u);
-        splat_attn_store<SPLAT_NO, (SPLAT_WGS > 1 ? 8 : 1), SPLAT_WS_STAGED>(
-            P, o, m, l, tc.x, tc.y, row, r0, nrows, t, sStaged);
-      }
+      else /* pass 1's f32 workspace rows */
+        splat_attn_store<SPLAT_NO>(P, o, m, l, tc.x, tc.y, row, r0, nrows, t);
     }
 #endif
     R += (uint32_t)nruns;

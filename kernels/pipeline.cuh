@@ -127,7 +127,7 @@ SPLAT_DEV void splat_gather_rows(const splat_dev_tensor &x, int64_t b, int64_t h
  * address of chunk ch of gathered row kk (a padded row-major stage, or a swizzled one for
  * wgmma). Keys past seq_k and chunks past SPLAT_HEAD_DIM are zero-filled. K for R-SDDMM,
  * V for R-SpMM, both for the fused attention. */
-template <int CHUNKS, int KT, int THREADS, typename T, class Dst>
+template <int CHUNKS, int KT, int THREADS, bool ROLLED = false, typename T, class Dst>
 SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t seq_k,
                                  const splat_dev_run &run, int64_t g0, const Dst &dst) {
   constexpr int EPC = 16 / (int)sizeof(T), N = KT * CHUNKS;
@@ -160,8 +160,10 @@ SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t
     }
   }
   /* A fixed trip count from an unsigned thread index: the chunk's row and column are
-   * shifts, the shared base of dst is computed once. */
-#pragma unroll
+   * shifts, the shared base of dst is computed once. Not unrolled where the caller has a
+   * faster path for most runs (ROLLED: the warp-specialised kernel's TMA; unrolled, this loop
+   * was 6% of its compile time, bench/NOTES.md v11). */
+#pragma unroll(ROLLED ? 1 : (N + THREADS - 1) / THREADS)
   for (int i = 0; i < (N + THREADS - 1) / THREADS; i++) {
     const unsigned c = t + (unsigned)(i * THREADS);
     if (N % THREADS != 0 && c >= (unsigned)N) break;

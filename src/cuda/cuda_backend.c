@@ -554,8 +554,8 @@ static int tile_layout_ok(const splat_tensor *t) {
 }
 
 /* 1 when every row of a [B,H,S,D] 16-bit output can take 16-byte stores: last dim
- * contiguous, base and the other strides 16-byte aligned (kernels/attention_ws.cuh
- * splat_ws_out_vec, the only outputs its plain kernel writes). */
+ * contiguous, base and the other strides 16-byte aligned: the only outputs the
+ * warp-specialised attention kernels write (kernels/attention_ws.cuh splat_ws_store_staged). */
 static int out_vec_ok(const splat_tensor *t) {
   return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 &&
          (t->strides[0] | t->strides[1] | t->strides[2]) % 8 == 0;
@@ -808,9 +808,10 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   memset(&prm, 0, sizeof prm);
   const splat__kspec *as = &p->spec[SPLAT__KOP_ATTENTION];
   int tile_ok = tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v);
-  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS && as->epi == SPLAT_EPI_PLAIN && !out_vec_ok(out)) {
-    /* The plain kernel stores 16-byte chunks only (its other stores cost its fast path
-     * time): outputs that cannot take them run on the row kernel. */
+  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS && !out_vec_ok(out)) {
+    /* The warp-specialised kernels store the output's rows in 16-byte chunks only (other
+     * stores cost the fast path time, and the code of a second epilogue): outputs that cannot
+     * take them run on the row kernel. */
     splat__log(SPLAT__LOG_DEBUG,
                "splat_attention: the output is not 16-byte aligned with a contiguous head_dim; "
                "the row kernel computes it");
