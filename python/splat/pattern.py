@@ -43,7 +43,15 @@ def pattern_for_token(token: str, seq_q: int, seq_k: int) -> "Pattern":
                 "with Pattern.from_mask referenced while it is used)"
             )
         return pat
+    if _reads_files(token):
+        return Pattern(token, seq_q, seq_k)  # the files as they are now: never from the cache
     return _parsed(token, seq_q, seq_k)
+
+
+def _reads_files(spec: str) -> bool:
+    """Whether spec text names a file (``mask("...")``), whose contents may change: such
+    a pattern is known by its content, not its text."""
+    return "mask(" in spec
 
 
 @lru_cache(maxsize=256)
@@ -70,7 +78,17 @@ class Pattern:
         seq_k = seq if seq_k is None else _positive_int(seq_k, "seq_k")
         out = ctypes.c_void_p()
         _lib.check(_lib.lib().splat_pattern_parse(spec.encode(), seq, seq_k, ctypes.byref(out)))
-        self._adopt(out.value, source=spec, digest=None)
+        if not _reads_files(spec):
+            self._adopt(out.value, source=spec, digest=None)
+            return
+        # A mask read from a file: identified by the rows read, like Pattern.from_mask (a
+        # key from the text would serve a cached plan of the file's earlier contents).
+        self._handle = out.value
+        digest = hashlib.sha256(np.array([seq, seq_k], dtype=np.int64).tobytes())
+        for i in range(seq):
+            cols = self._row(i)
+            digest.update(np.int64(cols.size).tobytes() + cols.tobytes())
+        self._adopt(out.value, source=None, digest=digest.hexdigest())
 
     # -- construction helpers
 
@@ -160,12 +178,15 @@ class Pattern:
         """The key columns query row ``i`` sees, increasing, as int64."""
         if not isinstance(i, (int, np.integer)) or not 0 <= i < self.seq_q:
             raise invalid(f"row={i!r} must be an integer in 0..{self.seq_q - 1}")
+        return self._row(int(i))
+
+    def _row(self, i: int) -> np.ndarray:
         L = _lib.lib()
         count = ctypes.c_int64()
-        _lib.check(L.splat_pattern_row(self._handle, int(i), None, 0, ctypes.byref(count)))
+        _lib.check(L.splat_pattern_row(self._handle, i, None, 0, ctypes.byref(count)))
         cols = np.empty(count.value, dtype=np.int64)
         ptr = cols.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
-        _lib.check(L.splat_pattern_row(self._handle, int(i), ptr, count.value, ctypes.byref(count)))
+        _lib.check(L.splat_pattern_row(self._handle, i, ptr, count.value, ctypes.byref(count)))
         return cols
 
     def to_dense(self) -> np.ndarray:

@@ -55,6 +55,17 @@ def test_random_masks(seed):
     ref.assert_close(np.asarray(lse), want_lse, "float32", "random mask lse")
 
 
+def test_mask_file_is_read_as_it_is_now(rng, tmp_path, monkeypatch):
+    """A spec naming a .npy file reaches the handlers as its content's key: a rewritten
+    file gives the new mask's result, not the plan the handlers cached for the old one."""
+    monkeypatch.chdir(tmp_path)
+    q, k, v = (randn(rng, (1, 2, 24, 8), np.float32) for _ in range(3))
+    for mask in (ref.random_mask(rng, 24, 24, 0.2), ref.mask_of(ref.causal(), 24, 24)):
+        np.save("m.npy", mask)
+        out = sj.attention(jnp.asarray(q), jnp.asarray(k), jnp.asarray(v), 'mask("m.npy")')
+        ref.assert_close(np.asarray(out), ref.attention(q, k, v, mask)[0], "float32", "mask file")
+
+
 def test_jit_and_scale(rng):
     pat = splat.Pattern("causal & window(9,0)", 97)
     q, k, v = (randn(rng, (1, 3, 97, 32), np.float32) for _ in range(3))

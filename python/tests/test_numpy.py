@@ -92,6 +92,25 @@ def test_mask_patterns_combine_with_specs(rng):
     assert both.key[0] == "spec" and pat.key[0] == "mask"
 
 
+def test_mask_file_is_read_as_it_is_now(rng, tmp_path, monkeypatch):
+    """A spec naming a .npy file is known by the file's contents: a rewritten file gives
+    the new mask's result, never a cached plan of the old one."""
+    monkeypatch.chdir(tmp_path)
+    q, k, v = (randn(rng, (1, 2, 24, 8), np.float32) for _ in range(3))
+    first = ref.random_mask(rng, 24, 24, 0.2)
+    np.save("m.npy", first)
+    out = splat.attention(q, k, v, 'mask("m.npy")')
+    ref.assert_close(out, ref.attention(q, k, v, first)[0], "float32", "mask file")
+    second = ref.mask_of(ref.causal(), 24, 24)
+    np.save("m.npy", second)
+    pat = splat.Pattern('mask("m.npy") | window(1)', 24)
+    assert pat.key[0] == "mask" and pat.token.startswith("#")
+    for p in ('mask("m.npy")', splat.Pattern('mask("m.npy")', 24)):
+        out = splat.attention(q, k, v, p)
+        ref.assert_close(out, ref.attention(q, k, v, second)[0], "float32", "rewritten mask file")
+    assert splat.Pattern('mask("m.npy")', 24) == splat.Pattern('mask("m.npy")', 24)
+
+
 def test_any_strides(rng):
     B, H, S, D = 2, 3, 97, 16
     pat = splat.Pattern("window(7) | global(2)", S)
