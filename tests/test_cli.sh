@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_cli.sh — the splat command end to end: help texts, analyze (text and JSON, the
 # exact nnz of a 131072-token longformer pattern computed here independently), parse
-# errors, run on the built-in default (which checks itself against a dense
+# errors, run on the built-in default (which checks itself against a float64
 # reference), codegen and env. Usage: test_cli.sh PATH/TO/splat
 SPLAT=${1:?usage: test_cli.sh PATH/TO/splat}
 passed=0
@@ -51,6 +51,11 @@ contains "$tmp/out" "\^"; check "bad spec message has a caret" $?
 contains "$tmp/out" "check: .*OK"; check "run checks itself" $?
 "$SPLAT" run --seq 129 --spec "dilated(8,3) | causal" --dtype f16 --head-dim 24 --repeat 1 >"$tmp/out" 2>&1
 check "run with options exits 0" $?
+# The check visits each row's keys only: a long sparse run checks in well under a second
+# (it took ~37 s at 16384 when it scored every key).
+"$SPLAT" run --spec "window(16)" --seq 16384 --batch 1 --heads 1 --dtype f32 --repeat 1 --threads 2 >"$tmp/out" 2>&1
+check "long sparse run exits 0" $?
+contains "$tmp/out" "check: .*OK"; check "long sparse run checks itself" $?
 "$SPLAT" run --dtype int4 >"$tmp/out" 2>&1; test $? -eq 2; check "run --dtype int4 exits 2" $?
 contains "$tmp/out" "int4"; check "bad dtype is named" $?
 
@@ -59,6 +64,9 @@ contains "$tmp/out" "$tmp/cache"; check "cache list names \$SPLAT_CACHE_DIR" $?
 SPLAT_CACHE_DIR="$tmp/cache" "$SPLAT" cache clear >"$tmp/out" 2>&1; check "cache clear exits 0" $?
 "$SPLAT" cache bogus >"$tmp/out" 2>&1; test $? -eq 2; check "cache bogus exits 2" $?
 
+"$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --arch sm_75 --source-only >"$tmp/out" 2>&1
+test $? -eq 2; check "codegen --arch sm_75 exits 2" $?
+contains "$tmp/out" "sm_80 or newer"; check "codegen names the oldest target" $?
 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op sddmm --source-only >"$tmp/out" 2>&1
 check "codegen --source-only exits 0" $?
 contains "$tmp/out" "splat_sddmm_tile_bf16_v_bf16_d64"; check "codegen source names the kernel" $?

@@ -182,10 +182,14 @@ _PROTOTYPES = {
 
 def find_library(filename: str, env_var: str) -> List[Path]:
     """Candidate paths for one of splat's shared libraries, in search order
-    (bundled copy, ``$env_var``, repository build trees); only existing files."""
+    (bundled copy, ``$env_var``, repository build trees); only existing files. A
+    ``$env_var`` naming no file is an error, not a path skipped."""
     candidates = [PACKAGE_DIR / filename]
     if os.environ.get(env_var):
-        candidates.append(Path(os.environ[env_var]))
+        named = Path(os.environ[env_var])
+        if not named.is_file():
+            raise Error("SPLAT_ERR_NO_LIBRARY", f"${env_var}={named} is not a file")
+        candidates.append(named)
     candidates += [REPO_ROOT / d / filename for d in BUILD_DIRS]
     return [c for c in candidates if c.is_file()]
 

@@ -118,7 +118,14 @@ class PlanCache:
             return {"size": len(self._plans), "capacity": self.capacity, "hits": self.hits, "misses": self.misses}
 
 
-plan_cache = PlanCache(int(os.environ.get("SPLAT_PLAN_CACHE_SIZE", "64")))
+def _cache_size() -> int:
+    text = os.environ.get("SPLAT_PLAN_CACHE_SIZE", "64")
+    if not text.strip().isdigit():
+        raise invalid(f"$SPLAT_PLAN_CACHE_SIZE={text!r} must be a non-negative integer")
+    return int(text)
+
+
+plan_cache = PlanCache(_cache_size())
 
 
 def as_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: int) -> Pattern:
@@ -173,7 +180,7 @@ def _dtype_of(code: int) -> np.dtype:
 
 
 def _out_code(dtype: Any, default: int) -> int:
-    return default if dtype is None else _lib.dtype_code(np.dtype(dtype).name, "dtype")
+    return default if dtype is None else _lib.dtype_code(np.dtype(dtype).name, "the output")
 
 
 def attention(
@@ -199,20 +206,21 @@ def attention(
             raise invalid(f"{name}.dtype={_lib.DTYPE_NAMES[c]} but q.dtype={_lib.DTYPE_NAMES[code]}")
     pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
     B, H, Sq, D = qa.shape
-    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu", _lib.OPS_ATTENTION)
+    plan = plan_cache.get(pat, max(B, 1), H, ka.shape[1], D, code, "cpu", _lib.OPS_ATTENTION)
     out = np.empty(qa.shape, dtype=qa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
     lse_t = ctypes.byref(_tensor(lse, 0)) if lse is not None else None
-    plan.call(
-        "attention",
-        ctypes.byref(_tensor(qa, code)),
-        ctypes.byref(_tensor(ka, code)),
-        ctypes.byref(_tensor(va, code)),
-        resolve_scale(scale),
-        ctypes.byref(_tensor(out, code)),
-        lse_t,
-        None,
-    )
+    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+        plan.call(
+            "attention",
+            ctypes.byref(_tensor(qa, code)),
+            ctypes.byref(_tensor(ka, code)),
+            ctypes.byref(_tensor(va, code)),
+            resolve_scale(scale),
+            ctypes.byref(_tensor(out, code)),
+            lse_t,
+            None,
+        )
     return (out, lse[..., 0]) if lse is not None else out
 
 
@@ -229,17 +237,18 @@ def sddmm(
         raise invalid(f"k.dtype={_lib.DTYPE_NAMES[kcode]} but q.dtype={_lib.DTYPE_NAMES[code]}")
     pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
     B, H, Sq, D = qa.shape
-    plan = plan_cache.get(pat, B, H, ka.shape[1], D, code, "cpu", _lib.OPS_UNFUSED)
+    plan = plan_cache.get(pat, max(B, 1), H, ka.shape[1], D, code, "cpu", _lib.OPS_UNFUSED)
     ocode = _out_code(dtype, code)
     scores = np.zeros((B, H, Sq, plan.width), dtype=_dtype_of(ocode))
-    plan.call(
-        "sddmm",
-        ctypes.byref(_tensor(qa, code)),
-        ctypes.byref(_tensor(ka, code)),
-        resolve_scale(scale),
-        ctypes.byref(_tensor(scores, ocode)),
-        None,
-    )
+    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+        plan.call(
+            "sddmm",
+            ctypes.byref(_tensor(qa, code)),
+            ctypes.byref(_tensor(ka, code)),
+            resolve_scale(scale),
+            ctypes.byref(_tensor(scores, ocode)),
+            None,
+        )
     return scores
 
 
@@ -255,17 +264,18 @@ def softmax(
     pat = as_pattern(pattern, Sq, Sq)
     if not math.isfinite(float(scale)):
         raise invalid(f"scale={scale} must be finite")
-    plan = plan_cache.get(pat, B, H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu", _lib.OPS_UNFUSED)
+    plan = plan_cache.get(pat, max(B, 1), H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu", _lib.OPS_UNFUSED)
     probs = np.zeros(sa.shape, dtype=sa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
-    plan.call(
-        "softmax",
-        ctypes.byref(_tensor(sa, code)),
-        float(scale),
-        ctypes.byref(_tensor(probs, code)),
-        ctypes.byref(_tensor(lse, 0)) if lse is not None else None,
-        None,
-    )
+    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+        plan.call(
+            "softmax",
+            ctypes.byref(_tensor(sa, code)),
+            float(scale),
+            ctypes.byref(_tensor(probs, code)),
+            ctypes.byref(_tensor(lse, 0)) if lse is not None else None,
+            None,
+        )
     return (probs, lse[..., 0]) if lse is not None else probs
 
 
@@ -277,13 +287,14 @@ def spmm(probs: Any, v: Any, pattern: Union[Pattern, str]) -> np.ndarray:
     va, code = _array(v, "v")
     B, H, Sq, _ = pa.shape
     pat = as_pattern(pattern, Sq, va.shape[2])
-    plan = plan_cache.get(pat, B, H, va.shape[1], va.shape[3], code, "cpu", _lib.OPS_UNFUSED)
+    plan = plan_cache.get(pat, max(B, 1), H, va.shape[1], va.shape[3], code, "cpu", _lib.OPS_UNFUSED)
     out = np.empty((B, H, Sq, va.shape[3]), dtype=va.dtype)
-    plan.call(
-        "spmm",
-        ctypes.byref(_tensor(pa, pcode)),
-        ctypes.byref(_tensor(va, code)),
-        ctypes.byref(_tensor(out, code)),
-        None,
-    )
+    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+        plan.call(
+            "spmm",
+            ctypes.byref(_tensor(pa, pcode)),
+            ctypes.byref(_tensor(va, code)),
+            ctypes.byref(_tensor(out, code)),
+            None,
+        )
     return out

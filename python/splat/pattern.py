@@ -25,6 +25,8 @@ def _positive_int(value: Any, what: str) -> int:
         raise invalid(f"{what}={value!r} must be an integer")
     if value < 1:
         raise invalid(f"{what}={value} must be >= 1")
+    if value >= 2**63:  # ctypes would wrap it silently
+        raise invalid(f"{what}={value} must be below 2^63")
     return int(value)
 
 

@@ -51,11 +51,13 @@ def _attention_op(
         if x.device != q.device:
             raise invalid(f"{name} is on {x.device} but q is on {q.device}")
     code = _lib.dtype_code(str(q.dtype), "q")
-    plan = plan_cache.get(pat, B, H, k.shape[1], D, code, device, _lib.OPS_ATTENTION)
+    plan = plan_cache.get(pat, max(B, 1), H, k.shape[1], D, code, device, _lib.OPS_ATTENTION)
     out = torch.empty((B, H, Sq, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
     # lse [B,H,Sq] seen by C as [B,H,Sq,1]
     lse_t = _lib.tensor(lse.data_ptr(), 0, (B, H, Sq, 1), tuple(lse.stride()) + (1,))
+    if B == 0:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+        return out, lse
     stream = torch.cuda.current_stream(q.device).cuda_stream if device != "cpu" else None
     plan.call(
         "attention",

@@ -45,6 +45,39 @@ def test_bad_pattern_arguments():
         splat.Pattern.from_mask(np.ones((2, 2, 2), bool))
     with pytest.raises(splat.Error, match="row=10"):
         splat.Pattern("causal", 10).row(10)
+    with pytest.raises(splat.Error, match=r"seq=18446744073709551680 must be below 2\^63"):
+        splat.Pattern("causal", 2**64 + 64)  # ctypes would have wrapped it to 64
+
+
+def test_empty_batch_gives_empty_outputs(rng):
+    """batch 0: outputs of the right shapes and nothing computed, as the JAX front end
+    gives; the other shapes are still checked."""
+    pat = splat.Pattern("window(3)", 30)
+    q = randn(rng, (2, 4, 30, 16), np.float32)[:0]
+    kv = randn(rng, (2, 2, 30, 16), np.float32)[:0]
+    out, lse = splat.attention(q, kv, kv, pat, return_lse=True)
+    assert out.shape == (0, 4, 30, 16) and lse.shape == (0, 4, 30)
+    scores = splat.sddmm(q, kv, pat)
+    assert scores.shape == (0, 4, 30, pat.row_width)
+    probs = splat.softmax(scores, pat)
+    assert splat.spmm(probs, kv, pat).shape == (0, 4, 30, 16)
+    with pytest.raises(splat.Error, match="heads"):
+        splat.attention(randn(rng, (0, 3, 30, 16), np.float32), kv, kv, pat)
+
+
+@pytest.mark.parametrize(
+    "var,value,message",
+    [
+        ("SPLAT_PLAN_CACHE_SIZE", "abc", "$SPLAT_PLAN_CACHE_SIZE='abc' must be a non-negative integer"),
+        ("SPLAT_LIBRARY", "/nonexistent/libsplat.so", "$SPLAT_LIBRARY=/nonexistent/libsplat.so is not a file"),
+    ],
+)
+def test_bad_environment_variables_are_named(var, value, message):
+    code = "import splat\ntry:\n    splat.Pattern('causal', 4)\nexcept splat.Error as e:\n    print(e.message)\n"
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ, **{var: value}), capture_output=True, text=True
+    )
+    assert message in res.stdout + res.stderr, res.stdout + res.stderr
 
 
 def test_bad_shapes(rng):
