@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/acsr.h"
 #include "analysis/report.h"
@@ -912,8 +913,26 @@ static void test_speed(void) {
   }
 }
 
+/* A pattern whose analysis this machine's memory cannot hold is refused with the sizes
+ * named, before any allocation (the kernel would grant it and end the process later).
+ * window(3) at 2^30 rows needs ~36.5 GB: checked only where the machine has less than 30. */
+static void test_memory_refused(void) {
+  const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  if (!(have > 0 && have < 30e9)) {
+    printf("skipped: test_memory_refused (%.1f GB of memory)\n", have / 1e9);
+    return;
+  }
+  splat_pattern *p = NULL;
+  CHECK(splat_pattern_parse("window(3)", (int64_t)1 << 30, 0, &p) == SPLAT_OK);
+  splat_report r;
+  CHECK(splat_analyze(p, 0, 0, 0, &r) == SPLAT_ERR_OUT_OF_MEMORY);
+  CHECK(strstr(splat_last_error(NULL), "1073741824 rows needs about") != NULL);
+  splat_pattern_destroy(p);
+}
+
 int main(void) {
   test_misuse();
+  test_memory_refused();
   test_irregular_rows();
   test_synthetic_segments();
   test_affine_rows();

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -23,6 +24,12 @@ static void advise_huge(void *p, size_t bytes) {
 #define RUN_GAP_MAX 64
 
 /* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
+/* Bytes of physical memory, or 0 if unknown. */
+static double physical_memory(void) {
+  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
+}
+
 static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
   if (need <= *cap) return 1;
   int64_t ncap = *cap > 0 ? *cap : 64;
@@ -87,10 +94,6 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
   out->seq_q = seq_q;
   out->seq_k = seq_k;
   out->max_segments = max_segments;
-  out->row_seg = malloc((size_t)(seq_q + 1) * sizeof *out->row_seg);
-  out->rem_row = malloc((size_t)(seq_q + 1) * sizeof *out->rem_row);
-  advise_huge(out->row_seg, (size_t)(seq_q + 1) * sizeof *out->row_seg);
-  advise_huge(out->rem_row, (size_t)(seq_q + 1) * sizeof *out->rem_row);
   int64_t seg_cap = 0, rem_cap = 0;
   /* Room for the segments from 64 sample rows (+ 1/8 + 16), so the array is rarely
    * regrown: a regrowth copies into fresh pages, whose faults cost more than the rows
@@ -108,6 +111,21 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
     const int64_t est = (int64_t)((double)found / (double)samples * (double)seq_q);
     seg_guess = est + est / 8 + 16;
   }
+  /* Two offsets a row and the segments: refused here when this machine's memory cannot
+   * hold them (the kernel would grant the allocations and end the process later). */
+  const double need = (double)(seq_q + 1) * 2 * sizeof(int64_t) +
+                      (double)seg_guess * sizeof *out->segs,
+               have = physical_memory();
+  if (have > 0 && need > have) {
+    st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY,
+                     "the analysis of %lld rows needs about %.1f GB; this machine has %.1f GB",
+                     (long long)seq_q, need / 1e9, have / 1e9);
+    goto fail;
+  }
+  out->row_seg = malloc((size_t)(seq_q + 1) * sizeof *out->row_seg);
+  out->rem_row = malloc((size_t)(seq_q + 1) * sizeof *out->rem_row);
+  advise_huge(out->row_seg, (size_t)(seq_q + 1) * sizeof *out->row_seg);
+  advise_huge(out->rem_row, (size_t)(seq_q + 1) * sizeof *out->rem_row);
   if (!out->row_seg || !out->rem_row ||
       !grow((void **)&out->segs, &seg_cap, seg_guess, sizeof *out->segs)) {
     st =
