@@ -38,9 +38,10 @@
  * SPLAT_ATTN_EPI (params.cuh SPLAT_EPI_*), the one epilogue the kernel carries: PLAIN, for
  * plans of one pass without split tiles, the staged epilogue only (less code: ~15% less
  * compile time); SPLIT also leaves the partial results of split chunks for the merge kernel
- * (attention_merge.cuh, its own program) and stores unsplit tiles' rows to any output;
- * PASS1 / PASS2, the two passes of a two-pass plan: leave every row's partial result, and
- * merge it into the second pass's (attention_common.cuh splat_attn_store); in pass 2's
+ * (attention_merge.cuh, its own program); PASS1 / PASS2, the two passes of a two-pass plan:
+ * leave every row's partial result, and merge it into the second pass's
+ * (splat_ws_store_staged); every variant stores the output by that staged epilogue only
+ * (the host runs the row kernel for outputs it cannot store so); in pass 2's
  * one-warpgroup kernel (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
  * shared memory at each item's start (bulk copies on an mbarrier), so the merge at the
  * item's end reads them there, not from L2. The host launches pass 2 as a programmatic

@@ -3,6 +3,7 @@
  * sources with their ptxas reports, manage the kernel cache, and report the
  * environment. Uses the public API, plus the library's dtype conversions, clock, kernel
  * specialisations and kernel cache. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -586,10 +587,11 @@ static int cmd_codegen(int argc, char **argv) {
           return 2;
         }
       } else if (!strcmp(a, "--arch")) {
-        /* sm_XY or sm_XYa with XY >= 80: the kernels use cp.async, bf16 and ldmatrix */
+        /* sm_XY, sm_XYa or sm_XYf with XY >= 80: the kernels use cp.async, bf16, ldmatrix */
         char *end = NULL;
-        long cc = strncmp(v, "sm_", 3) ? 0 : strtol(v + 3, &end, 10);
-        if (cc < 80 || !end || (*end && strcmp(end, "a"))) {
+        long cc =
+            strncmp(v, "sm_", 3) || !isdigit((unsigned char)v[3]) ? 0 : strtol(v + 3, &end, 10);
+        if (cc < 80 || !end || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
           fprintf(stderr,
                   "splat codegen: --arch expects sm_80 or newer (e.g. sm_80, sm_90a), got '%s'\n",
                   v);

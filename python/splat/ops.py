@@ -179,6 +179,14 @@ def _dtype_of(code: int) -> np.dtype:
     return np.dtype(name)
 
 
+def check_empty_batch(**shapes: Tuple[Tuple[int, ...], Tuple[int, ...]]) -> None:
+    """Batch 0 (nothing to compute, no C call): each tensor's (shape, expected shape), as
+    the call would have checked them; the plan, built for batch 1, checked the rest."""
+    for name, (got, want) in shapes.items():
+        if tuple(got) != tuple(want):
+            raise invalid(f"{name}.shape={list(got)} but the plan expects {list(want)}")
+
+
 def _out_code(dtype: Any, default: int) -> int:
     return default if dtype is None else _lib.dtype_code(np.dtype(dtype).name, "the output")
 
@@ -210,7 +218,10 @@ def attention(
     out = np.empty(qa.shape, dtype=qa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
     lse_t = ctypes.byref(_tensor(lse, 0)) if lse is not None else None
-    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+    if B == 0:
+        kv = (0, ka.shape[1], pat.seq_k, D)
+        check_empty_batch(q=(qa.shape, (0, H, pat.seq_q, D)), k=(ka.shape, kv), v=(va.shape, kv))
+    else:
         plan.call(
             "attention",
             ctypes.byref(_tensor(qa, code)),
@@ -240,7 +251,9 @@ def sddmm(
     plan = plan_cache.get(pat, max(B, 1), H, ka.shape[1], D, code, "cpu", _lib.OPS_UNFUSED)
     ocode = _out_code(dtype, code)
     scores = np.zeros((B, H, Sq, plan.width), dtype=_dtype_of(ocode))
-    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+    if B == 0:
+        check_empty_batch(q=(qa.shape, (0, H, pat.seq_q, D)), k=(ka.shape, (0, ka.shape[1], pat.seq_k, D)))
+    else:
         plan.call(
             "sddmm",
             ctypes.byref(_tensor(qa, code)),
@@ -267,7 +280,9 @@ def softmax(
     plan = plan_cache.get(pat, max(B, 1), H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu", _lib.OPS_UNFUSED)
     probs = np.zeros(sa.shape, dtype=sa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None
-    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+    if B == 0:
+        check_empty_batch(scores=(sa.shape, (0, H, pat.seq_q, plan.width)))
+    else:
         plan.call(
             "softmax",
             ctypes.byref(_tensor(sa, code)),
@@ -289,7 +304,11 @@ def spmm(probs: Any, v: Any, pattern: Union[Pattern, str]) -> np.ndarray:
     pat = as_pattern(pattern, Sq, va.shape[2])
     plan = plan_cache.get(pat, max(B, 1), H, va.shape[1], va.shape[3], code, "cpu", _lib.OPS_UNFUSED)
     out = np.empty((B, H, Sq, va.shape[3]), dtype=va.dtype)
-    if B:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+    if B == 0:
+        check_empty_batch(
+            probs=(pa.shape, (0, H, pat.seq_q, plan.width)), v=(va.shape, (0, va.shape[1], pat.seq_k, va.shape[3]))
+        )
+    else:
         plan.call(
             "spmm",
             ctypes.byref(_tensor(pa, pcode)),

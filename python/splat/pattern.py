@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 import weakref
 from functools import lru_cache
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -30,19 +31,34 @@ def _positive_int(value: Any, what: str) -> int:
     return int(value)
 
 
-# Patterns without spec text (explicit masks), by token, while they are alive.
-_live: "weakref.WeakValueDictionary[str, Pattern]" = weakref.WeakValueDictionary()
+# Patterns without spec text (explicit masks and masks read from files), by token, while
+# any of them is alive: equal masks share a token, and one may die while another lives.
+_live: "Dict[str, List[weakref.ref]]" = {}
+
+
+def _register(pat: "Pattern") -> None:
+    refs = [r for r in _live.get(pat.token, []) if r() is not None]
+    _live[pat.token] = refs + [weakref.ref(pat)]
+
+
+def _alive(token: str) -> "Optional[Pattern]":
+    for r in _live.get(token, []):
+        pat = r()
+        if pat is not None:
+            return pat
+    _live.pop(token, None)
+    return None
 
 
 def pattern_for_token(token: str, seq_q: int, seq_k: int) -> "Pattern":
     """The pattern a token names: a live mask pattern ("#..."), or spec text parsed
     for (seq_q, seq_k) (parses are cached)."""
     if token.startswith("#"):
-        pat = _live.get(token)
+        pat = _alive(token)
         if pat is None:
             raise invalid(
                 f"pattern {token} is not alive in this process (keep the splat.Pattern built "
-                "with Pattern.from_mask referenced while it is used)"
+                "with Pattern.from_mask or from a mask file referenced while it is used)"
             )
         return pat
     if _reads_files(token):
@@ -51,9 +67,10 @@ def pattern_for_token(token: str, seq_q: int, seq_k: int) -> "Pattern":
 
 
 def _reads_files(spec: str) -> bool:
-    """Whether spec text names a file (``mask("...")``), whose contents may change: such
-    a pattern is known by its content, not its text."""
-    return "mask(" in spec
+    """Whether spec text names a file (``mask("...")``, spaces allowed before the
+    parenthesis), whose contents may change: such a pattern is known by its content, not
+    its text."""
+    return re.search(r"\bmask\s*\(", spec) is not None
 
 
 @lru_cache(maxsize=256)
@@ -86,7 +103,7 @@ class Pattern:
         # A mask read from a file: identified by the rows read, like Pattern.from_mask (a
         # key from the text would serve a cached plan of the file's earlier contents).
         self._handle = out.value
-        digest = hashlib.sha256(np.array([seq, seq_k], dtype=np.int64).tobytes())
+        digest = hashlib.sha256(b"file rows" + np.array([seq, seq_k], dtype=np.int64).tobytes())
         for i in range(seq):
             cols = self._row(i)
             digest.update(np.int64(cols.size).tobytes() + cols.tobytes())
@@ -114,7 +131,7 @@ class Pattern:
         # "#<content key>" of a live pattern (see pattern_for_token).
         self.token = source if source is not None else f"#{digest}-{self.seq_q}x{self.seq_k}"
         if source is None:
-            _live.setdefault(self.token, self)
+            _register(self)
 
     @classmethod
     def _wrap(cls, handle: Optional[int], source: Optional[str], digest: Optional[str]) -> "Pattern":
@@ -136,7 +153,7 @@ class Pattern:
             raise invalid(f"mask shape {tuple(arr.shape)} must be at least 1x1")
         bits = np.ascontiguousarray(arr != 0, dtype=np.uint8)
         digest = hashlib.sha256(
-            np.array(bits.shape, dtype=np.int64).tobytes() + np.packbits(bits).tobytes()
+            b"mask bits" + np.array(bits.shape, dtype=np.int64).tobytes() + np.packbits(bits).tobytes()
         ).hexdigest()
         out = ctypes.c_void_p()
         _lib.check(

@@ -21,7 +21,7 @@ import torch
 
 from . import _lib
 from .errors import invalid
-from .ops import check_4d, plan_cache, resolve_scale
+from .ops import check_4d, check_empty_batch, plan_cache, resolve_scale
 from .pattern import Pattern, pattern_for_token
 
 __all__ = ["attention"]
@@ -56,7 +56,9 @@ def _attention_op(
     lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
     # lse [B,H,Sq] seen by C as [B,H,Sq,1]
     lse_t = _lib.tensor(lse.data_ptr(), 0, (B, H, Sq, 1), tuple(lse.stride()) + (1,))
-    if B == 0:  # an empty batch: nothing to compute (its plan, for batch 1, checked the rest)
+    if B == 0:
+        kv = (0, k.shape[1], pat.seq_k, D)
+        check_empty_batch(q=(q.shape, (0, H, pat.seq_q, D)), k=(k.shape, kv), v=(v.shape, kv))
         return out, lse
     stream = torch.cuda.current_stream(q.device).cuda_stream if device != "cpu" else None
     plan.call(

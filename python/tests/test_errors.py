@@ -63,6 +63,17 @@ def test_empty_batch_gives_empty_outputs(rng):
     assert splat.spmm(probs, kv, pat).shape == (0, 4, 30, 16)
     with pytest.raises(splat.Error, match="heads"):
         splat.attention(randn(rng, (0, 3, 30, 16), np.float32), kv, kv, pat)
+    # what the C call checks for batch >= 1, checked without it
+    with pytest.raises(splat.Error, match=r"k.shape=\[0, 2, 30, 8\] but the plan expects \[0, 2, 30, 16\]"):
+        splat.attention(q, kv[..., :8], kv, pat)
+    with pytest.raises(splat.Error, match=r"v.shape=\[0, 2, 29, 16\]"):
+        splat.attention(q, kv, kv[:, :, :29], pat)
+    with pytest.raises(splat.Error, match=r"q.shape=\[0, 4, 31, 16\] but the plan expects \[0, 4, 30, 16\]"):
+        splat.sddmm(randn(rng, (1, 4, 31, 16), np.float32)[:0], kv, pat)
+    with pytest.raises(splat.Error, match=r"scores.shape"):
+        splat.softmax(scores[..., :-1], pat)
+    with pytest.raises(splat.Error, match=r"v.shape=\[0, 2, 29, 16\]"):
+        splat.spmm(probs, kv[:, :, :29], pat)
 
 
 @pytest.mark.parametrize(

@@ -105,10 +105,21 @@ def test_mask_file_is_read_as_it_is_now(rng, tmp_path, monkeypatch):
     np.save("m.npy", second)
     pat = splat.Pattern('mask("m.npy") | window(1)', 24)
     assert pat.key[0] == "mask" and pat.token.startswith("#")
-    for p in ('mask("m.npy")', splat.Pattern('mask("m.npy")', 24)):
+    for p in ('mask("m.npy")', 'mask ("m.npy")', splat.Pattern('mask("m.npy")', 24)):
         out = splat.attention(q, k, v, p)
         ref.assert_close(out, ref.attention(q, k, v, second)[0], "float32", "rewritten mask file")
     assert splat.Pattern('mask("m.npy")', 24) == splat.Pattern('mask("m.npy")', 24)
+
+
+def test_equal_masks_share_a_token_while_any_lives(rng, tmp_path):
+    """Rebinding a name to an equal mask pattern frees the first; the token (what the torch
+    op and the JAX handlers look up) must still find the one alive."""
+    mask = ref.random_mask(rng, 16, 16, 0.3)
+    np.save(tmp_path / "m.npy", mask)
+    for make in (lambda: splat.Pattern.from_mask(mask), lambda: splat.Pattern(f'mask("{tmp_path}/m.npy")', 16)):
+        p = make()
+        p = make()  # the first object dies here, the second lives
+        assert splat.pattern.pattern_for_token(p.token, 16, 16) is p
 
 
 def test_any_strides(rng):

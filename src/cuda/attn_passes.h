@@ -1,7 +1,8 @@
 /* attn_passes.h — whether a plan's fused attention runs as two passes (tile_plan.h
  * splat__tile_plan_passes: strided segments in one, contiguous ones in the other, each
  * with its own ACSR and row order), and the per-row workspace that carries pass 1's
- * results to pass 2 (kernels/attention_common.cuh splat_attn_store). */
+ * results to pass 2 (kernels/attention_common.cuh SPLAT_ROWPART_BYTES, written by
+ * splat_attn_store_rowpart or the staged epilogue, merged by splat_attn_merge_ml). */
 #ifndef SPLAT_CUDA_ATTN_PASSES_H
 #define SPLAT_CUDA_ATTN_PASSES_H
 

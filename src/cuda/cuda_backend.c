@@ -806,9 +806,8 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   const splat__cuda_plan *p = plan->cuda;
   splat_attention_params prm;
   memset(&prm, 0, sizeof prm);
-  const splat__kspec *as = &p->spec[SPLAT__KOP_ATTENTION];
   int tile_ok = tile_layout_ok(q) && tile_layout_ok(k) && tile_layout_ok(v);
-  if (tile_ok && as->wgmma == SPLAT__WGMMA_WS && !out_vec_ok(out)) {
+  if (tile_ok && attn_ws(p) && !out_vec_ok(out)) {
     /* The warp-specialised kernels store the output's rows in 16-byte chunks only (other
      * stores cost the fast path time, and the code of a second epilogue): outputs that cannot
      * take them run on the row kernel. */
