@@ -72,7 +72,18 @@ static double time_op(timer *t, op_fn fn, void *arg) {
   return ms[n / 2];
 }
 
-/* A device buffer of n uniform values in [-1, 1), dtype f32 or bf16. */
+/* The fp16 bits of f (|f| < 65504), rounded toward zero: subnormals below 2^-14. */
+static uint16_t f16_bits(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  const uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
+  const int e = (int)((b >> 23) & 0xffu) - 127 + 15;
+  const uint32_t m = b & 0x7fffffu;
+  if (e <= 0) return e < -10 ? sign : (uint16_t)(sign | ((m | 0x800000u) >> (14 - e)));
+  return (uint16_t)(sign | (uint32_t)e << 10 | m >> 13);
+}
+
+/* A device buffer of n uniform values in [-1, 1), dtype f32, f16 or bf16. */
 static void *random_device(size_t n, splat_dtype dt, unsigned seed) {
   size_t esz = dt == SPLAT_F32 ? 4 : 2;
   unsigned char *h = malloc(n * esz);
@@ -82,6 +93,9 @@ static void *random_device(size_t n, splat_dtype dt, unsigned seed) {
     float f = (float)((s * 2685821657736338717ULL) >> 40) * 0x1p-23f - 1.0f;
     if (dt == SPLAT_F32) {
       memcpy(h + 4 * i, &f, 4);
+    } else if (dt == SPLAT_F16) {
+      const uint16_t out = f16_bits(f);
+      memcpy(h + 2 * i, &out, 2);
     } else { /* bf16 by truncation: inputs need to be random, not rounded */
       uint32_t b;
       memcpy(&b, &f, 4);
@@ -177,9 +191,10 @@ static void setup_cusparse(const config *c, const splat_pattern *p, int64_t nnz,
   cusparseCreateCsr(&s->csr, S, S, nnz, d_off, d_cols, d_vals, CUSPARSE_INDEX_32I,
                     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, dt);
   cusparseCsrSetStridedBatch(s->csr, (int)slices, 0, nnz);
-  void *q = random_device((size_t)(slices * S * D), dt == CUDA_R_32F ? SPLAT_F32 : SPLAT_BF16, 11);
-  void *k = random_device((size_t)(slices * S * D), dt == CUDA_R_32F ? SPLAT_F32 : SPLAT_BF16, 12);
-  void *v = random_device((size_t)(slices * S * D), dt == CUDA_R_32F ? SPLAT_F32 : SPLAT_BF16, 13);
+  const splat_dtype sdt = dt == CUDA_R_32F ? SPLAT_F32 : dt == CUDA_R_16F ? SPLAT_F16 : SPLAT_BF16;
+  void *q = random_device((size_t)(slices * S * D), sdt, 11);
+  void *k = random_device((size_t)(slices * S * D), sdt, 12);
+  void *v = random_device((size_t)(slices * S * D), sdt, 13);
   void *o;
   CHECK_CUDA(cudaMalloc(&o, (size_t)(slices * S * D) * esz));
   buffers[3] = q, buffers[4] = k, buffers[5] = v, buffers[6] = o;
@@ -272,11 +287,14 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
   splat_pattern *p = NULL;
   CHECK_SPLAT(splat_pattern_parse(c->spec, S, S, &p), NULL);
   double row_ms[3];
-  const char *dtype_names[2] = {"bf16", "f32"};
-  splat_dtype dtypes[2] = {SPLAT_BF16, SPLAT_F32};
-  double splat_ms[2][4];
+  /* splat in each dtype; cuSPARSE in the first it takes (bf16, then f16, then f32) */
+  enum { NDT = 3 };
+  const char *dtype_names[NDT] = {"bf16", "f16", "f32"};
+  const splat_dtype dtypes[NDT] = {SPLAT_BF16, SPLAT_F16, SPLAT_F32};
+  const cudaDataType cuda_dtypes[NDT] = {CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F};
+  double splat_ms[NDT][4];
   int64_t nnz = 0;
-  for (int di = 0; di < 2; di++) {
+  for (int di = 0; di < NDT; di++) {
     splat_plan *plan = NULL;
     splat_plan_desc desc = {c->batch, c->heads, 0, D, dtypes[di], 0, 0, 0, SPLAT_OPS_UNFUSED};
     CHECK_SPLAT(splat_plan_create(ctx, p, &desc, &plan), ctx);
@@ -308,16 +326,16 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
     splat_plan_destroy(plan);
   }
 
-  /* cuSPARSE per op: bf16 when it takes it, else f32; compared with splat in the same
-   * dtype. */
+  /* cuSPARSE per op: bf16 when it takes it, else f16, else f32; compared with splat in the
+   * same dtype. */
   double cus_ms[2] = {-1, -1};
-  int cus_dt[2] = {1, 1}; /* index into dtypes[] */
+  int cus_dt[2] = {NDT - 1, NDT - 1}; /* index into dtypes[] */
   for (int op = 0; op < 2; op++) {
-    for (int di = 0; di < 2 && cus_ms[op] < 0; di++) {
+    for (int di = 0; di < NDT && cus_ms[op] < 0; di++) {
       sparse_args sp;
       void *bufs[7] = {0};
       memset(&sp, 0, sizeof sp);
-      setup_cusparse(c, p, nnz, di == 0 ? CUDA_R_16BF : CUDA_R_32F, &sp, bufs, 7);
+      setup_cusparse(c, p, nnz, cuda_dtypes[di], &sp, bufs, 7);
       if (quietly(prepare_cusparse_op, &sp, op)) {
         cus_ms[op] = time_op(t, op == 0 ? run_cusparse_sddmm : run_cusparse_spmm, &sp);
         cus_dt[op] = di;
@@ -352,7 +370,7 @@ static void bench_case(const config *c, splat_context *ctx, timer *t, FILE *json
       splat_ms[0][1], splat_ms[0][2], flop2 / splat_ms[0][2] * 1e-9, dtype_names[cus_dt[1]],
       cus_spmm, cus_spmm / splat_ms[cus_dt[1]][2], row_ms[1], splat_ms[0][3]);
   if (json) {
-    for (int di = 0; di < 2; di++) {
+    for (int di = 0; di < NDT; di++) {
       fprintf(
           json,
           "{\"bench\":\"unfused\",\"device\":\"%s\",\"spec\":\"%s\",\"seq\":%lld,\"batch\":%lld,"
