@@ -725,7 +725,7 @@ static void test_argument_errors(void) {
   CHECK(strstr(splat_last_error(NULL), "dtype '<f4'") != NULL);
   write_npy(path, data, 2, 3, 1, "|b1", 0, "(2, 3, 4)");
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(splat_last_error(NULL), "3 dimensions, shape (2, 3, 4)") != NULL);
+  CHECK(strstr(splat_last_error(NULL), "is 3-d, shape (2, 3, 4)") != NULL);
   write_npy(path, data, 2, 3, 1, "|b1", 0, "(6,)");
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(strstr(splat_last_error(NULL), "must be 2-d") != NULL);
@@ -739,6 +739,10 @@ static void test_argument_errors(void) {
   fclose(f);
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(strstr(splat_last_error(NULL), "not a valid .npy file") != NULL);
+  f = fopen(path, "wb"); /* empty: truncated, as documented (docs/patterns.md) */
+  fclose(f);
+  CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_IO);
+  CHECK(strstr(splat_last_error(NULL), "is truncated: 0 bytes") != NULL);
   /* shape mismatch in the grammar */
   write_npy(path, data, 2, 3, 1, "|b1", 1, NULL);
   char spec[600];

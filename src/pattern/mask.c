@@ -119,8 +119,8 @@ static splat_status parse_header(const char *who, const char *path, const char *
     }
     snprintf(buf + len, sizeof buf - (size_t)len, "%s)", nd == 1 ? "," : "");
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "%s: '%s' has %d dimensions, shape %s; a mask must be 2-d (seq_q, seq_k)",
-                       who, path, nd, buf);
+                       "%s: '%s' is %d-d, shape %s; a mask must be 2-d (seq_q, seq_k)", who, path,
+                       nd, buf);
   }
   for (int t = 0; t < 2; t++) {
     if (dims[t] < 1 || dims[t] > SPLAT__MAX_SEQ) {
@@ -144,7 +144,13 @@ splat_status splat__npy_load(const char *path, const char *who, splat__bitmask *
   uint8_t *buf = NULL;
   splat__bitmask *m = NULL;
   unsigned char pre[12];
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+  const size_t got = fread(pre, 1, 10, f);
+  if (got != 10) {
+    st = splat__fail(SPLAT_ERR_IO, "%s: '%s' is truncated: %zu bytes, a .npy preamble has 10", who,
+                     path, got);
+    goto out;
+  }
+  if (memcmp(pre, "\x93NUMPY", 6) != 0) {
     st = bad_header(who, path, "the magic string \\x93NUMPY is missing");
     goto out;
   }
