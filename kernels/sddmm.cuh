@@ -80,7 +80,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 #define SPLAT_OSZ (SPLAT_SDT == SPLAT_F32 ? 4 : 2) /* bytes per score */
 #define SPLAT_OVS (SPLAT_SDT == SPLAT_F32 ? 2 : 3) /* log2 scores per 16-byte store */
 #define SPLAT_OV (1 << SPLAT_OVS)
-#define SPLAT_LDO (SPLAT_KT + 8) /* staging row stride (scores) */
+/* A staging row: CARRY scores the previous sub-tile left unwritten (splat_sddmm_write),
+ * then the sub-tile's KT. LDO keeps consecutive rows 4 banks apart (f16 / bf16). */
+#define SPLAT_CARRY 8
+#define SPLAT_LDO (SPLAT_KT + SPLAT_CARRY) /* staging row stride (scores) */
 
 /* One staged score (raw bits of dtype SDT) of the staging tile. */
 SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
@@ -95,10 +98,10 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
   }
 }
 
-/* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows) from
- * the m16n8 accumulator layout, repeated over KT/8 column blocks: acc[4j], acc[4j+1] are
- * row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns of row g+8 (mma.sync's
- * C fragments and the wgmma accumulator of the warp's slab alike). */
+/* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows, columns
+ * CARRY on) from the m16n8 accumulator layout, repeated over KT/8 column blocks: acc[4j],
+ * acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns of row g+8
+ * (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike). */
 SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, unsigned char *wo,
                                  int lane) {
   const int g = lane >> 2, t = lane & 3;
@@ -108,7 +111,7 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
       const float x0 = scale * acc[4 * j + 2 * hf], x1 = scale * acc[4 * j + 2 * hf + 1];
-      const int e = (g + 8 * hf) * SPLAT_LDO + c;
+      const int e = (g + 8 * hf) * SPLAT_LDO + SPLAT_CARRY + c;
 #if SPLAT_SDT == SPLAT_F32
       *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
 #else
@@ -124,14 +127,20 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
 /* Writes the warp's staged rows: each row's part of every interval of table buffer tb
  * that meets gathered indices [g0, g0 + KT) is a contiguous range of value entries,
  * written by 16-byte stores (SPLAT_WLPR lanes per row, 32 / SPLAT_WLPR rows a pass) when
- * `vec` (contiguous, 16-byte aligned scores); partial 16-byte chunks element by element. bh_off:
- * the element offset of (b, h) in the scores. Positions inside a row are 32-bit (entry counts of
- * one row), addresses 64-bit once per interval. */
-SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
+ * `vec` (contiguous, 16-byte aligned scores); partial 16-byte chunks element by element.
+ * With `vec`, an interval that goes on into the run's next sub-tile leaves the entries past
+ * its last whole chunk unwritten (returns whether this lane did), and the next sub-tile
+ * writes them from its staging rows' carry columns (splat_sddmm_emit copies them there)
+ * with its first chunk: only an interval's two ends, and a run's, take element stores.
+ * first / last: g0 is the run's first / last sub-tile. bh_off: the element offset of (b, h) in the
+ * scores. Positions inside a row are 32-bit (entry counts of one row), addresses 64-bit once per
+ * interval. */
+SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
-                                 int nrows, int warp, int lane, int32_t g0, int64_t bh_off,
-                                 bool vec) {
+                                 int nrows, int warp, int lane, int32_t g0, bool first, bool last,
+                                 int64_t bh_off, bool vec) {
   const int sub = lane % SPLAT_WLPR;
+  bool carried = false; /* this lane left entries for the next sub-tile */
 #pragma unroll
   for (int pass = 0; pass < SPLAT_WLPR / 2; pass++) {
     const int rl = (32 / SPLAT_WLPR) * pass + lane / SPLAT_WLPR, r = 16 * warp + rl;
@@ -140,11 +149,25 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
       const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
       const int64_t so = bh_off + (int64_t)sRow[r] * P.scores.s2;
       for (int q = 0; q < niv; q++) {
+        const int4 v = *(const int4 *)(iv + q);
         int32_t a, x;
-        const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
+        int len = splat_ival_clip(v, g0, SPLAT_KT, &a, &x);
         if (len <= 0) continue;
-        const int src = rl * SPLAT_LDO + (a - g0);
+        int src = rl * SPLAT_LDO + SPLAT_CARRY + (a - g0);
         if (vec) {
+          /* Entry e's place in its 16-byte chunk: (so + e) % OV (the scores are aligned). */
+          if (!first && v.x < g0) { /* from the previous sub-tile: its unwritten tail */
+            const int32_t w0 = max(v.z, x - (int32_t)((so + x) & (SPLAT_OV - 1)));
+            src -= x - w0;
+            len += x - w0;
+            x = w0;
+          }
+          if (!last && v.y >= g0 + SPLAT_KT) { /* on into the next: up to a chunk boundary */
+            const int left = (int)((so + x + len) & (SPLAT_OV - 1));
+            carried = carried || left > 0;
+            len -= left;
+            if (len <= 0) continue;
+          }
           /* Entry e of the range sits at d + e; chunk k of the 16-byte-aligned span starts
            * at entry k OV - mis (mis: the range's entries before d in its chunk). */
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
@@ -195,6 +218,7 @@ SPLAT_DEV void splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
       }
     }
   }
+  return carried;
 }
 
 /* The CTA of both R-SDDMM tile kernels (this file's on mma.sync, sddmm_wgmma.cuh's on
@@ -246,17 +270,30 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
   }
 }
 
-/* A warp's scores of a sub-tile, acc (16 x KT, the m16n8 layout), written to its rows' ACSR
- * entries through its staging rows wo (for warps some of whose rows meet the sub-tile:
- * splat_warp_touches); vec as splat_sddmm_write. */
+/* A warp's scores of a sub-tile `g0` of `run`, acc (16 x KT, the m16n8 layout), written to
+ * its rows' ACSR entries through its staging rows wo (for warps some of whose rows meet the
+ * sub-tile: splat_warp_touches); vec as splat_sddmm_write, whose unwritten tails move to
+ * the carry columns here. */
 SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[SPLAT_KT / 2],
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
-                                const int *sRow, int tb, int nrows, int warp, int lane, int32_t g0,
-                                int64_t bh_off, bool vec) {
+                                const int *sRow, int tb, int nrows, int warp, int lane,
+                                const splat_dev_run &run, int32_t g0, int64_t bh_off, bool vec) {
+  const bool first = g0 == run.base, last = g0 + SPLAT_KT == run.base + run.ntiles * SPLAT_TILE_K;
   splat_sddmm_stage(acc, P.scale, wo, lane);
   __syncwarp();
-  splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
+  const bool carried = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, first,
+                                         last, bh_off, vec);
   __syncwarp();
+  if (__any_sync(0xffffffffu, carried)) {
+    /* The last CARRY staged scores of each row to its carry columns, for the next sub-tile
+     * (which this warp stages: an interval going on into it touches it). */
+    constexpr int V = SPLAT_CARRY * SPLAT_OSZ / 16; /* 16-byte pieces of a row's carry */
+    for (int i = lane; i < 16 * V; i += 32) {
+      unsigned char *row = wo + (i / V) * SPLAT_LDO * SPLAT_OSZ + (i % V) * 16;
+      *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
+    }
+    __syncwarp();
+  }
 }
 
 #if !defined(SPLAT_SDDMM_WG) /* sddmm_wgmma.cuh has its own tile kernel */
@@ -318,7 +355,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
         splat_sddmm_load_k(P, run, g0, ko, sK + st * SPLAT_KT * SPLAT_LDS);
       },
-      [&](const splat_dev_run &, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
+      [&](const splat_dev_run &run, int32_t g0, int tb, int it, int nrows, int64_t bh_off,
+          bool vec) {
         __syncthreads(); /* sub-tile `it` and its run's tables are in */
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
          * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
@@ -365,7 +403,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           }
         }
 #endif
-        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, bh_off, vec);
+        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, run, g0, bh_off, vec);
       });
 }
 

@@ -369,13 +369,21 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_threads(sd) == 128);
   splat__kspec_names(sd, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w2"), "%s", tile);
-  /* The write-out's lanes per row: 2 for rows in identity order, 8 for regrouped rows. */
+  /* The write-out's lanes per row: 2 for rows in identity order, 4 for regrouped rows. */
   splat__kspec_write_lanes(sp, 1);
-  CHECK(sd->write_lanes == 8 && sp[SPLAT__KOP_SPMM].write_lanes == 0);
+  CHECK(sd->write_lanes == 4 && sp[SPLAT__KOP_SPMM].write_lanes == 0);
   splat__kspec_names(sd, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w8"), "%s", tile);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w4"), "%s", tile);
   splat__kspec_write_lanes(sp, 0);
   CHECK(sd->write_lanes == 2);
+  /* The 16-bit R-SDDMM: a 3-stage ring up to head_dim 64, 2 stages above (3 CTAs an SM). */
+  {
+    splat__kspec h;
+    splat__kspec_init(&h, SPLAT__KOP_SDDMM, SPLAT_BF16, SPLAT_BF16, SPLAT_BF16, 64, 1, 128, 128);
+    CHECK(h.tile && h.kt == 64 && h.stages == 3);
+    splat__kspec_init(&h, SPLAT__KOP_SDDMM, SPLAT_F16, SPLAT_F16, SPLAT_F16, 128, 1, 128, 128);
+    CHECK(h.tile && h.kt == 64 && h.stages == 2 && splat__kspec_tile_smem(&h) < 227 * 1024 / 3);
+  }
   /* 1 KB slack + 2 K stages and the lo tile (64 keys x 256 B) + Q (64 rows of 68 floats,
    * over the 64 x 72 staging floats) + 2 tables of 64 rows + row ids. */
   CHECK(splat__kspec_tile_smem(sd) ==
@@ -795,7 +803,7 @@ static void test_attn_epilogues(void) {
   CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
-        sp[SPLAT__KOP_SDDMM].write_lanes == 8);
+        sp[SPLAT__KOP_SDDMM].write_lanes == 4);
   setenv("SPLAT_ATTN_WS", "0", 1);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_SYNC);
@@ -1046,6 +1054,23 @@ static void test_attn_split(void) {
   setenv("SPLAT_ATTN_SPLIT", "-1", 1);
   CHECK(splat__attn_split_env(&k) == SPLAT_ERR_INVALID_ARGUMENT);
   unsetenv("SPLAT_ATTN_SPLIT");
+}
+
+/* The R-SDDMM's chunk size: 1.5x the mean key tiles of a tile, rounded up, at least 4. */
+static void test_sddmm_split_ktiles(void) {
+  splat_dev_run runs[4] = {{0, 1, 1, 0, 32, 0, 0, 0},
+                           {0, 1, 1, 0, 6, 1, 0, 0},
+                           {0, 1, 1, 0, 5, 1, 0, 0},
+                           {0, 1, 1, 0, 1, 0, 0, 0}};
+  /* A longformer-like plan: tiles of 32, 6 and 5 + 1 key tiles: 1.5 x 44 / 3 = 22. */
+  splat_dev_tile tiles[3] = {{0, 64, 0, 1}, {64, 64, 1, 1}, {128, 64, 2, 2}};
+  CHECKF(splat__sddmm_split_ktiles(tiles, 3, runs) == 22, "%d",
+         splat__sddmm_split_ktiles(tiles, 3, runs));
+  /* Short tiles: the floor of 4; no tiles: 4 too. */
+  CHECK(splat__sddmm_split_ktiles(tiles + 2, 1, runs) == 9);
+  splat_dev_tile small = {0, 64, 3, 1};
+  CHECK(splat__sddmm_split_ktiles(&small, 1, runs) == 4);
+  CHECK(splat__sddmm_split_ktiles(NULL, 0, runs) == 4);
 }
 
 /* ------------------------------------------------------------ NVRTC */
@@ -1563,6 +1588,7 @@ int main(void) {
   test_tma_views();
   test_tma_view_keys();
   test_attn_split();
+  test_sddmm_split_ktiles();
   test_ptxas_parse();
   test_nvrtc();
   test_cache(tmp);

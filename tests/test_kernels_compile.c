@@ -145,11 +145,11 @@ int main(void) {
         splat__kspec_init(&s, ops[o], dts[t], dts[t], dts[t], dims[d], SPLAT_MAX_SEGMENTS, 128,
                           128);
         add(&s);
-        /* The SDDMM write-out with 8 lanes a row (plans with regrouped rows), at head_dim 64. */
+        /* The SDDMM write-out with 4 lanes a row (plans with regrouped rows), at head_dim 64. */
         if (ops[o] == SPLAT__KOP_SDDMM && dims[d] == 64) {
-          splat__kspec w8 = s;
-          w8.write_lanes = 8;
-          add(&w8);
+          splat__kspec w4 = s;
+          w4.write_lanes = 4;
+          add(&w4);
         }
         /* The f32 R-SDDMM on wgmma (sm_90a only). */
         splat__kspec wf = s;

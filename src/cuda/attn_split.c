@@ -1,5 +1,5 @@
-/* attn_split.c — splitting the long query tiles of the fused attention into chunks over
- * disjoint key ranges (see attn_split.h). */
+/* attn_split.c — splitting long query tiles into chunks over disjoint key ranges, for the
+ * fused attention and the R-SDDMM (see attn_split.h). */
 #include "cuda/attn_split.h"
 
 #include <stdlib.h>
@@ -114,4 +114,12 @@ splat_status splat__attn_split_env(int *max_ktiles) {
   }
   *max_ktiles = (int)n;
   return SPLAT_OK;
+}
+
+int splat__sddmm_split_ktiles(const splat_dev_tile *tiles, int64_t ntiles,
+                              const splat_dev_run *runs) {
+  int64_t k = 0;
+  for (int64_t i = 0; i < ntiles; i++) k += tile_ktiles(&tiles[i], runs);
+  const int64_t want = ntiles > 0 ? (3 * k + 2 * ntiles - 1) / (2 * ntiles) : 0;
+  return want < 4 ? 4 : want > 1048576 ? 1048576 : (int)want;
 }

@@ -1,9 +1,10 @@
-/* attn_split.h — split tiles of the fused attention forward: a query tile whose key runs
- * are long (longformer's and BigBird's global rows see every key) would be one serial CTA
- * per batch*head; cut into chunks over disjoint key ranges, its work spreads over many
- * CTAs, each leaving partial results (unnormalised O, max, sum) in a workspace slot that
- * kernels/attention_merge.cuh combines. Pure C on the device-layout arrays of
- * kernels/params.cuh, so it is tested without a GPU. */
+/* attn_split.h — split tiles: a query tile whose key runs are long (longformer's and
+ * BigBird's global rows see every key) would be one serial CTA per batch*head; cut into
+ * chunks over disjoint key ranges, its work spreads over many CTAs. The fused attention's
+ * chunks leave partial results (unnormalised O, max, sum) in a workspace slot that
+ * kernels/attention_merge.cuh combines (SPLAT_ATTN_SPLIT); the R-SDDMM's need no merge, each
+ * chunk's scores being final (always, splat__sddmm_split_ktiles). Pure C on the
+ * device-layout arrays of kernels/params.cuh, so it is tested without a GPU. */
 #ifndef SPLAT_CUDA_ATTN_SPLIT_H
 #define SPLAT_CUDA_ATTN_SPLIT_H
 
@@ -37,5 +38,11 @@ void splat__attn_split_free(splat__attn_split *s);
 /* Key tiles per chunk from SPLAT_ATTN_SPLIT: 0 (off; also when unset or empty) or 1 ..
  * 1048576; anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__attn_split_env(int *max_ktiles);
+
+/* The R-SDDMM's key tiles per chunk: 1.5x the mean key tiles of a query tile, at least 4
+ * (a chunk gathers its Q rows again: 4 key tiles keep that under 1/8 of its loads), so no
+ * CTA's serial chain of sub-tiles is much longer than a typical tile's. */
+int splat__sddmm_split_ktiles(const splat_dev_tile *tiles, int64_t ntiles,
+                              const splat_dev_run *runs);
 
 #endif

@@ -79,6 +79,10 @@ struct splat__cuda_plan {
    * calls of one plan on two streams at once would share it). */
   splat_dev_pattern attn_pat;
   int64_t attn_ntiles, nmerge;
+  /* The R-SDDMM tile kernel's tiles: pat's with the long ones split into chunks (each
+   * chunk's scores are final; attn_split.h splat__sddmm_split_ktiles). */
+  splat_dev_pattern sddmm_pat;
+  int64_t sddmm_ntiles;
   CUdeviceptr part;
   /* Two-pass fused attention (attn_passes.h): each pass's pattern (segments, perm, tiles, runs) and
    * tiles, and the per-row workspace `rowpart`; npass 0 for a single pass. */
@@ -304,7 +308,14 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, al->max_ktiles, &split);
     if (split.nmerge == 0) splat__attn_split_free(&split); /* nothing was split */
   }
-  int64_t off[21];
+  splat__attn_split sd; /* the R-SDDMM's */
+  memset(&sd, 0, sizeof sd);
+  if (st == SPLAT_OK && p->tile[SPLAT__KOP_SDDMM]) {
+    st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k,
+                                 splat__sddmm_split_ktiles(tiles, t->ntiles, runs), &sd);
+    if (sd.nmerge == 0) splat__attn_split_free(&sd);
+  }
+  int64_t off[23];
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
     off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
@@ -327,7 +338,9 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       off[18 + 2 * k] =
           stage_add(&s, pa->segs, npass ? (size_t)pa->row_seg[a->seq_q] * sizeof *pa->segs : 0);
     }
-    for (int i = 0; i < 21; i++) {
+    off[21] = stage_add(&s, sd.tiles, (size_t)sd.ntiles * sizeof *sd.tiles);
+    off[22] = stage_add(&s, sd.runs, (size_t)sd.nruns * sizeof *sd.runs);
+    for (int i = 0; i < 23; i++) {
       if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
     }
   }
@@ -354,6 +367,13 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     p->regular_rows = t->regular_rows;
     p->attn_pat = p->pat;
     p->attn_ntiles = t->ntiles;
+    p->sddmm_pat = p->pat;
+    p->sddmm_ntiles = t->ntiles;
+    if (sd.nmerge > 0) {
+      p->sddmm_pat.tiles = (const splat_dev_tile *)(uintptr_t)(m + (CUdeviceptr)off[21]);
+      p->sddmm_pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[22]);
+      p->sddmm_ntiles = sd.ntiles;
+    }
     if (split.nmerge > 0) {
       p->attn_pat.tiles = (const splat_dev_tile *)(uintptr_t)(m + (CUdeviceptr)off[7]);
       p->attn_pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[8]);
@@ -391,6 +411,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     }
   }
   splat__attn_split_free(&split);
+  splat__attn_split_free(&sd);
   free(s.buf);
   free(tiles);
   free(runs);
@@ -721,7 +742,10 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
       prm->pat = p->pat;
     } else {
       st = launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op],
-                       op == SPLAT__KOP_ATTENTION ? p->attn_ntiles : p->ntiles, stream, params, 0);
+                       op == SPLAT__KOP_ATTENTION ? p->attn_ntiles
+                       : op == SPLAT__KOP_SDDMM   ? p->sddmm_ntiles
+                                                  : p->ntiles,
+                       stream, params, 0);
     }
     /* Split attention tiles: merge the chunks' partial results. */
     if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {
@@ -758,13 +782,13 @@ splat_status splat__cuda_sddmm(const splat_plan *plan, const splat_tensor *q, co
   if (st != SPLAT_OK) return st;
   splat_sddmm_params prm;
   memset(&prm, 0, sizeof prm);
-  prm.pat = p->pat;
+  const int tile_ok = tile_layout_ok(q) && tile_layout_ok(k);
+  prm.pat = tile_ok ? p->sddmm_pat : p->pat; /* the row kernel reads only what both share */
   prm.q = dev_tensor(q);
   prm.k = dev_tensor(k);
   prm.scores = dev_tensor(scores);
   prm.scale = (float)scale;
-  return launch_op(plan, SPLAT__KOP_SDDMM, tile_layout_ok(q) && tile_layout_ok(k), &prm.shape, &prm,
-                   stream);
+  return launch_op(plan, SPLAT__KOP_SDDMM, tile_ok, &prm.shape, &prm, stream);
 }
 
 splat_status splat__cuda_softmax(const splat_plan *plan, const splat_tensor *scores, double scale,

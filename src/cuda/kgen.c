@@ -67,8 +67,10 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
    * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q
-   * allows, so 2-3 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
-   * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). */
+   * allows, so 2-4 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
+   * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). The 16-bit
+   * R-SDDMM above head_dim 64 takes 2 stages: 3 CTAs an SM instead of 2 (64 KB each at
+   * head_dim 128), 1.14-1.19x on an H200 (bench/NOTES.md v12). */
   const int tile_op = (op == SPLAT__KOP_SDDMM) ||
                       ((op == SPLAT__KOP_SPMM || op == SPLAT__KOP_ATTENTION) && dt != SPLAT_F32);
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
@@ -78,7 +80,7 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
     int kt = head_dim > 128 || (dt == SPLAT_F32 && head_dim > 64) ? 32 : 64;
     while (tile_k % kt) kt /= 2;
     s->kt = kt;
-    s->stages = dt == SPLAT_F32 ? 2 : 3;
+    s->stages = dt == SPLAT_F32 || (op == SPLAT__KOP_SDDMM && head_dim > 64) ? 2 : 3;
     /* Fused attention: 64-key sub-tiles carrying K and V; 3 stages up to head_dim 64,
      * 2 above (shared memory: 2 CTAs per SM at head_dim 128). */
     if (op == SPLAT__KOP_ATTENTION) {
@@ -245,7 +247,7 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
 }
 
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted) {
-  specs[SPLAT__KOP_SDDMM].write_lanes = rows_permuted ? 8 : 2;
+  specs[SPLAT__KOP_SDDMM].write_lanes = rows_permuted ? 4 : 2;
 }
 
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {

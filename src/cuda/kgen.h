@@ -35,7 +35,7 @@ typedef struct splat__kspec {
   int row_warps;   /* row kernel: warps (rows) per CTA */
   int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
                     * means sddmm_wgmma.cuh */
-  int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 8 */
+  int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 4 */
   int epi;         /* attention tile kernel: its one epilogue (kernels/params.cuh SPLAT_EPI_*:
                     * PLAIN for one pass without split tiles, SPLIT, or PASS1 for two-pass
                     * plans, whose second pass is a PASS2 kernel of its own) */
