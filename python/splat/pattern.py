@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import re
+import threading
+import time
 import weakref
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -62,7 +66,7 @@ def pattern_for_token(token: str, seq_q: int, seq_k: int) -> "Pattern":
             )
         return pat
     if _reads_files(token):
-        return Pattern(token, seq_q, seq_k)  # the files as they are now: never from the cache
+        return _from_files(token, seq_q, seq_k)
     return _parsed(token, seq_q, seq_k)
 
 
@@ -76,6 +80,73 @@ def _reads_files(spec: str) -> bool:
 @lru_cache(maxsize=256)
 def _parsed(spec: str, seq_q: int, seq_k: int) -> "Pattern":
     return Pattern(spec, seq_q, seq_k)
+
+
+# mask("path") with the parser's quoting: '...' or "...", \ and the quote escaped.
+_MASK_PATH = re.compile(r"""\bmask\s*\(\s*(["'])((?:\\.|(?!\1).)*)\1""", re.S)
+
+# A file modified this recently is read again at every use: a rewrite within the file
+# system's timestamp granularity could keep its size and mtime.
+_RACY_NS = 2_000_000_000
+
+
+def _unquote(body: str, quote: str) -> str:
+    """A mask path's text as the C parser reads it: only \\<quote> and \\\\ are escapes."""
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        i += 1
+        if c == "\\" and i < len(body) and body[i] in (quote, "\\"):
+            c = body[i]
+            i += 1
+        out.append(c)
+    return "".join(out)
+
+
+def _file_stamps(spec: str) -> "Optional[Tuple[Tuple[int, ...], ...]]":
+    """(device, inode, size, mtime, ctime) of each file spec names, or None where one
+    cannot be stat'ed or was modified within the last two seconds (not cached)."""
+    now = time.time_ns()
+    stamps = []
+    for m in _MASK_PATH.finditer(spec):
+        path = _unquote(m.group(2), m.group(1))
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if now - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
+            return None
+        stamps.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stamps)
+
+
+# Patterns of spec text naming files, by (spec, seq_q, seq_k): with the files' stamps
+# when they were read, so a string spec does not read and hash its file at every call.
+_file_patterns: "OrderedDict[Tuple[str, int, int], Tuple[Any, Pattern]]" = OrderedDict()
+_file_patterns_lock = threading.Lock()
+_FILE_PATTERNS_MAX = 32
+
+
+def _from_files(spec: str, seq_q: int, seq_k: int) -> "Pattern":
+    """The pattern of spec text naming files, as the files are now: from the cache while
+    every file's stamps are those it was read with, else read again."""
+    key = (spec, seq_q, seq_k)
+    before = _file_stamps(spec)
+    with _file_patterns_lock:
+        hit = _file_patterns.get(key)
+        if before is not None and hit is not None and hit[0] == before:
+            _file_patterns.move_to_end(key)
+            return hit[1]
+    pat = Pattern(spec, seq_q, seq_k)
+    with _file_patterns_lock:
+        if before is not None and _file_stamps(spec) == before:  # unchanged while read
+            _file_patterns[key] = (before, pat)
+            _file_patterns.move_to_end(key)
+            while len(_file_patterns) > _FILE_PATTERNS_MAX:
+                _file_patterns.popitem(last=False)
+        else:
+            _file_patterns.pop(key, None)
+    return pat
 
 
 class Pattern:

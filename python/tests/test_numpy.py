@@ -111,6 +111,39 @@ def test_mask_file_is_read_as_it_is_now(rng, tmp_path, monkeypatch):
     assert splat.Pattern('mask("m.npy")', 24) == splat.Pattern('mask("m.npy")', 24)
 
 
+def test_mask_file_spec_is_read_once_while_unchanged(rng, tmp_path, monkeypatch):
+    """A string spec naming a file is read again only when the file's stamps (inode, size,
+    mtime, ctime) change, or when it was modified in the last two seconds (a rewrite within
+    the timestamp granularity could keep them all)."""
+    import os
+
+    from splat import pattern as P
+
+    monkeypatch.chdir(tmp_path)
+    first = ref.random_mask(rng, 24, 24, 0.2)
+    np.save("m.npy", first)
+    spec = 'mask ("m.npy") | window(1)'
+    assert P.pattern_for_token(spec, 24, 24) is not P.pattern_for_token(spec, 24, 24)  # just written
+    monkeypatch.setattr(P, "_RACY_NS", 0)  # as if written long ago
+    a = P.pattern_for_token(spec, 24, 24)
+    assert P.pattern_for_token(spec, 24, 24) is a
+    np.testing.assert_array_equal(a.to_dense(), first | ref.mask_of(ref.window(1), 24, 24))
+    st = os.stat("m.npy")
+    second = ref.mask_of(ref.causal(), 24, 24)
+    np.save("m.npy", second)  # the same size and inode; the mtime set apart below
+    os.utime("m.npy", ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
+    b = P.pattern_for_token(spec, 24, 24)
+    assert b is not a and P.pattern_for_token(spec, 24, 24) is b
+    np.testing.assert_array_equal(b.to_dense(), second | ref.mask_of(ref.window(1), 24, 24))
+    # Paths as the parser reads them: only the quote and the backslash are escaped.
+    text = "mask('a\\'b') | mask(\"c\\d\") | mask('e\\\\')"  # mask('a\'b') | mask("c\d") | mask('e\\')
+    assert [P._unquote(m.group(2), m.group(1)) for m in P._MASK_PATH.finditer(text)] == ["a'b", "c\\d", "e\\"]
+    os.remove("m.npy")  # a file that cannot be read fails every time, nothing cached
+    for _ in range(2):
+        with pytest.raises(splat.Error):
+            P.pattern_for_token(spec, 24, 24)
+
+
 def test_equal_masks_share_a_token_while_any_lives(rng, tmp_path):
     """Rebinding a name to an equal mask pattern frees the first; the token (what the torch
     op and the JAX handlers look up) must still find the one alive."""
