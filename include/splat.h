@@ -265,8 +265,10 @@ SPLAT_API int64_t splat_plan_row_width(const splat_plan *plan);
  * finite. Values of padding entries (k >= row nnz) are never read or written. */
 typedef struct CUstream_st *splat_stream;
 
-/* scores[b,h,i,k] = scale * <Q[b,h,i], K[b,h,col_k(i)]>, col_k(i) the k-th column
- * of M(i). q: [B,H,Sq,D]; k: [B,Hkv,Sk,D]; scores: [B,H,Sq,W], any dtype. */
+/* scores[b,h,i,k] = scale * <Q[b,h,i], K[b,hk,col_k(i)]>, col_k(i) the k-th column
+ * of M(i), hk = h / (H / Hkv). q: [B,H,Sq,D]; k: [B,Hkv,Sk,D]; scores: [B,H,Sq,W], any
+ * dtype. scale SPLAT_DEFAULT_SCALE (0) is 1/sqrt(D): a double that rounds to 0 as a float
+ * (below ~1.2e-38 in magnitude, passed here) selects it too. */
 SPLAT_API splat_status splat_sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                                    float scale, const splat_tensor *scores, splat_stream stream);
 /* probs = softmax over each row of (scale * scores); probs may be scores itself.
@@ -275,7 +277,7 @@ SPLAT_API splat_status splat_sddmm(splat_plan *plan, const splat_tensor *q, cons
 SPLAT_API splat_status splat_softmax(splat_plan *plan, const splat_tensor *scores, float scale,
                                      const splat_tensor *probs, const splat_tensor *lse,
                                      splat_stream stream);
-/* out[b,h,i] = sum_k probs[b,h,i,k] * V[b,h,col_k(i)]; empty rows give zeros.
+/* out[b,h,i] = sum_k probs[b,h,i,k] * V[b,hk,col_k(i)]; empty rows give zeros.
  * probs: [B,H,Sq,W]; v: [B,Hkv,Sk,D]; out: [B,H,Sq,D]. */
 SPLAT_API splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs,
                                   const splat_tensor *v, const splat_tensor *out,

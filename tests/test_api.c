@@ -44,6 +44,27 @@ static void test_context(void) {
   CHECK(splat_context_create(&threads, &ctx) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(contains(splat_last_error(NULL), "num_threads=-1"));
   CHECK(splat_context_create(NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  /* $SPLAT_NUM_THREADS, read where num_threads is 0: a bad value is named, never ignored. */
+  splat_context_options cpu = {SPLAT_BACKEND_CPU, 0, 0};
+  splat_environment e;
+  const char *bad_threads[] = {"abc", "0", "-1", "100000", "4x", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_threads / sizeof *bad_threads; i++) {
+    setenv("SPLAT_NUM_THREADS", bad_threads[i], 1);
+    CHECK(splat_context_create(&cpu, &ctx) == SPLAT_ERR_INVALID_ARGUMENT && ctx == NULL);
+    CHECKF(contains(splat_last_error(NULL), "SPLAT_NUM_THREADS=") &&
+               contains(splat_last_error(NULL), bad_threads[i]),
+           "'%s'", splat_last_error(NULL));
+    CHECK(splat_environment_query(&e, NULL, 0) == SPLAT_ERR_INVALID_ARGUMENT);
+  }
+  setenv("SPLAT_NUM_THREADS", "3", 1);
+  CHECK(splat_context_create(&cpu, &ctx) == SPLAT_OK);
+  splat_context_destroy(ctx);
+  CHECK(splat_environment_query(&e, NULL, 0) == SPLAT_OK && e.cpu_threads == 3);
+  splat_context_options two = {SPLAT_BACKEND_CPU, 0, 2}; /* explicit: the variable unread */
+  setenv("SPLAT_NUM_THREADS", "abc", 1);
+  CHECK(splat_context_create(&two, &ctx) == SPLAT_OK);
+  splat_context_destroy(ctx);
+  unsetenv("SPLAT_NUM_THREADS");
 
   /* CUDA: either a clear NO_DEVICE (no driver here) or, with a GPU, UNSUPPORTED until
    * the CUDA backend lands. Never a crash, always a sentence. */
@@ -169,7 +190,7 @@ static void test_ops(splat_context *ctx, splat_pattern *p) {
   EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, &bad, NULL), "lse.dtype=f16");
   bad = tl, bad.shape[3] = 2;
   EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, &bad, NULL), "lse.shape");
-  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &tq, NULL, NULL), "overlaps input q");
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &tq, NULL, NULL), "out overlaps q in memory");
   EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, NAN, &to, NULL, NULL), "scale=nan");
   EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, INFINITY, &to, NULL, NULL), "scale=inf");
   EXPECT_BAD(splat_softmax(plan, &ts, NAN, &ts, NULL, NULL), "scale");
@@ -177,7 +198,7 @@ static void test_ops(splat_context *ctx, splat_pattern *p) {
   EXPECT_BAD(splat_sddmm(plan, &tq, &tk, 0, &bad, NULL), "scores.shape");
   EXPECT_BAD(splat_sddmm(plan, &tq, &tk, 0, &tk, NULL), "scores.shape");
   bad = ts, bad.data = s + 1; /* shifted by one: overlaps without being the same tensor */
-  EXPECT_BAD(splat_softmax(plan, &ts, 1, &bad, NULL, NULL), "overlaps input scores");
+  EXPECT_BAD(splat_softmax(plan, &ts, 1, &bad, NULL, NULL), "overlaps scores in memory");
   EXPECT_BAD(splat_spmm(plan, &ts, &tv, &tv, NULL), "out.shape");
   EXPECT_BAD(splat_spmm(plan, &ts, NULL, &to, NULL), "v is NULL");
   CHECK(splat_attention(NULL, &tq, &tk, &tv, 0, &to, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);

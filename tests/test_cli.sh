@@ -56,6 +56,9 @@ check "run with options exits 0" $?
 "$SPLAT" run --spec "window(16)" --seq 16384 --batch 1 --heads 1 --dtype f32 --repeat 1 --threads 2 >"$tmp/out" 2>&1
 check "long sparse run exits 0" $?
 contains "$tmp/out" "check: .*OK"; check "long sparse run checks itself" $?
+"$SPLAT" run --seed 18446744073709551615 >"$tmp/out" 2>&1; test $? -eq 2; check "run --seed past int64 exits 2" $?
+SPLAT_NUM_THREADS=abc "$SPLAT" env >"$tmp/out" 2>&1; test $? -ne 0; check "env with a bad SPLAT_NUM_THREADS fails" $?
+contains "$tmp/out" "SPLAT_NUM_THREADS=abc"; check "a bad SPLAT_NUM_THREADS is named" $?
 "$SPLAT" run --dtype int4 >"$tmp/out" 2>&1; test $? -eq 2; check "run --dtype int4 exits 2" $?
 contains "$tmp/out" "int4"; check "bad dtype is named" $?
 

@@ -743,6 +743,8 @@ static void test_argument_errors(void) {
   fclose(f);
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_IO);
   CHECK(strstr(splat_last_error(NULL), "is truncated: 0 bytes") != NULL);
+  CHECK(splat_pattern_from_npy("/", &p) == SPLAT_ERR_IO); /* a directory opens, then says so */
+  CHECK(strstr(splat_last_error(NULL), "'/' is a directory") != NULL);
   /* shape mismatch in the grammar */
   write_npy(path, data, 2, 3, 1, "|b1", 1, NULL);
   char spec[600];

@@ -4,6 +4,7 @@
  * environment. Uses the public API, plus the library's dtype conversions, clock, kernel
  * specialisations and kernel cache. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +105,9 @@ static int fail(const char *what, splat_status st, const splat_context *ctx) {
 /* Parses a positive integer option value; prints an error and returns 0 on failure. */
 static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, int64_t *out) {
   char *end = NULL;
+  errno = 0;
   long long v = text ? strtoll(text, &end, 10) : 0;
-  if (!text || !*text || *end || v < lo || v > hi) {
+  if (!text || !*text || *end || errno == ERANGE || v < lo || v > hi) {
     fprintf(stderr, "splat: %s expects an integer in %lld..%lld, got '%s'\n", opt, (long long)lo,
             (long long)hi, text ? text : "");
     return 0;

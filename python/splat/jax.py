@@ -43,7 +43,7 @@ import numpy as np
 
 from . import _build, _lib
 from .errors import Error, invalid
-from .ops import as_pattern, check_4d, resolve_scale
+from .ops import as_pattern, check_4d, float32_scale, resolve_scale
 from .pattern import Pattern
 
 try:
@@ -244,8 +244,7 @@ def softmax(
     _check_seq(pat, s.shape[2], None)
     if s.shape[3] != pat.row_width:
         raise invalid(f"scores.shape[3]={s.shape[3]} but the pattern's row width W is {pat.row_width}")
-    if not np.isfinite(scale):
-        raise invalid(f"scale={scale} must be finite")
+    scale = float32_scale(scale)
     results = [jax.ShapeDtypeStruct(s.shape, s.dtype)]
     if return_lse:
         results.append(jax.ShapeDtypeStruct(s.shape[:3], jnp.float32))

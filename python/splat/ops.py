@@ -137,16 +137,32 @@ def as_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: int) -> Pattern:
     raise invalid(f"pattern={pattern!r} must be a splat.Pattern or a spec string")
 
 
+def float32_scale(scale: Any) -> float:
+    """A scale as the C library takes it (a float32): a real number, finite in float32."""
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+        raise invalid(f"scale={scale!r} must be a real number")
+    value = float(scale)
+    if not math.isfinite(value):
+        raise invalid(f"scale={value} must be finite")
+    single = float(np.float32(value))
+    if not math.isfinite(single):
+        raise invalid(f"scale={value:g} overflows float32, the library's scale type (largest {np.finfo(np.float32).max:g})")
+    return single
+
+
 def resolve_scale(scale: Optional[float]) -> float:
     """The float passed to C: SPLAT_DEFAULT_SCALE (0) for None (1/sqrt(head_dim))."""
     if scale is None:
         return _lib.DEFAULT_SCALE
-    scale = float(scale)
-    if scale == 0.0:
+    single = float32_scale(scale)
+    if float(scale) == 0.0:
         raise invalid("scale=0 is not supported (0 selects the default 1/sqrt(head_dim)); pass None")
-    if not math.isfinite(scale):
-        raise invalid(f"scale={scale} must be finite")
-    return scale
+    if single == 0.0:
+        raise invalid(
+            f"scale={float(scale):g} rounds to 0 in float32, the library's scale type, where 0 selects "
+            "the default 1/sqrt(head_dim); pass a scale of at least 1.2e-38 in magnitude, or None"
+        )
+    return single
 
 
 def check_4d(shape: Tuple[int, ...], what: str) -> None:
@@ -275,8 +291,7 @@ def softmax(
     sa, code = _array(scores, "scores")
     B, H, Sq, _ = sa.shape
     pat = as_pattern(pattern, Sq, Sq)
-    if not math.isfinite(float(scale)):
-        raise invalid(f"scale={scale} must be finite")
+    scale = float32_scale(scale)
     plan = plan_cache.get(pat, max(B, 1), H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu", _lib.OPS_UNFUSED)
     probs = np.zeros(sa.shape, dtype=sa.dtype)
     lse = np.empty((B, H, Sq, 1), dtype=np.float32) if return_lse else None

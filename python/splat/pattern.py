@@ -112,7 +112,7 @@ def _file_stamps(spec: str) -> "Optional[Tuple[Tuple[int, ...], ...]]":
         path = _unquote(m.group(2), m.group(1))
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the path; the parser says so
             return None
         if now - max(st.st_mtime_ns, st.st_ctime_ns) < _RACY_NS:
             return None
@@ -124,7 +124,7 @@ def _file_stamps(spec: str) -> "Optional[Tuple[Tuple[int, ...], ...]]":
 # when they were read, so a string spec does not read and hash its file at every call.
 _file_patterns: "OrderedDict[Tuple[str, int, int], Tuple[Any, Pattern]]" = OrderedDict()
 _file_patterns_lock = threading.Lock()
-_FILE_PATTERNS_MAX = 32
+_FILE_PATTERNS_MAX = 8
 
 
 def _from_files(spec: str, seq_q: int, seq_k: int) -> "Pattern":

@@ -129,6 +129,20 @@ def test_bad_scale(rng):
         splat.attention(q, q, q, "dense", scale=0.0)
     with pytest.raises(splat.Error, match="must be finite"):
         splat.attention(q, q, q, "dense", scale=float("inf"))
+    # The library's scale is a float32, where 0 selects the default: a scale that rounds to
+    # 0 would silently become 1/sqrt(head_dim); one that overflows would read as inf.
+    for call in (lambda s: splat.attention(q, q, q, "dense", scale=s), lambda s: splat.sddmm(q, q, "dense", scale=s)):
+        with pytest.raises(splat.Error, match=r"scale=1e-50 rounds to 0 in float32"):
+            call(1e-50)
+        with pytest.raises(splat.Error, match=r"scale=1e\+40 overflows float32"):
+            call(1e40)
+        with pytest.raises(splat.Error, match="must be a real number"):
+            call("1")
+    scores = splat.sddmm(q, q, "dense")
+    with pytest.raises(splat.Error, match="overflows float32"):
+        splat.softmax(scores, "dense", scale=-1e39)
+    tiny = splat.attention(q, q, q, "dense", scale=1e-37)  # float32-normal: used as given
+    np.testing.assert_allclose(tiny, np.broadcast_to(q.mean(axis=2, keepdims=True), q.shape), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("which", ["q", "k", "v"])

@@ -138,6 +138,8 @@ def test_mask_file_spec_is_read_once_while_unchanged(rng, tmp_path, monkeypatch)
     # Paths as the parser reads them: only the quote and the backslash are escaped.
     text = "mask('a\\'b') | mask(\"c\\d\") | mask('e\\\\')"  # mask('a\'b') | mask("c\d") | mask('e\\')
     assert [P._unquote(m.group(2), m.group(1)) for m in P._MASK_PATH.finditer(text)] == ["a'b", "c\\d", "e\\"]
+    with pytest.raises(splat.Error, match="SPLAT_ERR_PARSE|NUL|null"):  # the parser's error, not os.stat's
+        P.pattern_for_token('mask("m\0.npy")', 24, 24)
     os.remove("m.npy")  # a file that cannot be read fails every time, nothing cached
     for _ in range(2):
         with pytest.raises(splat.Error):

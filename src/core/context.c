@@ -2,6 +2,7 @@
  * splat_last_error. */
 #include "core/context.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,16 +11,26 @@
 #include "cuda/backend.h"
 #include "cuda/driver.h"
 
-/* Worker threads of a default CPU context: $SPLAT_NUM_THREADS, else online cores. */
-static int default_threads(void) {
+/* Worker threads of a default CPU context: $SPLAT_NUM_THREADS, else online cores. A value
+ * that is not an integer in 1..1024 is SPLAT_ERR_INVALID_ARGUMENT, named (fn: the caller). */
+static splat_status default_threads(const char *fn, int *out) {
   const char *env = getenv("SPLAT_NUM_THREADS");
   if (env && *env) {
     char *end = NULL;
-    long n = strtol(env, &end, 10);
-    if (end && *end == '\0' && n >= 1 && n <= 1024) return (int)n;
+    errno = 0;
+    const long n = strtol(env, &end, 10);
+    if (*end || errno || n < 1 || n > 1024) {
+      return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                         "%s: SPLAT_NUM_THREADS=%s unsupported: must be an integer in 1..1024 "
+                         "(unset: one thread per online core)",
+                         fn, env);
+    }
+    *out = (int)n;
+    return SPLAT_OK;
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  *out = n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+  return SPLAT_OK;
 }
 
 const char *splat_last_error(const splat_context *ctx) {
@@ -29,7 +40,8 @@ const char *splat_last_error(const splat_context *ctx) {
 splat_status splat_environment_query(splat_environment *out, char *why_not_cuda, size_t cap) {
   if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_environment_query: out is NULL");
   memset(out, 0, sizeof *out);
-  out->cpu_threads = default_threads();
+  splat_status st = default_threads("splat_environment_query", &out->cpu_threads);
+  if (st != SPLAT_OK) return st;
   char local[512];
   if (splat__cuda_probe(out, local, sizeof local) != SPLAT_OK) {
     if (why_not_cuda && cap) snprintf(why_not_cuda, cap, "%s", local);
@@ -59,6 +71,11 @@ splat_status splat_context_create(const splat_context_options *options, splat_co
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_context_create: device=%d must be >= 0",
                        opt.device);
   }
+  int threads = opt.num_threads;
+  if (!threads) {
+    const splat_status st = default_threads("splat_context_create", &threads);
+    if (st != SPLAT_OK) return st;
+  }
   /* CUDA: asked for, or AUTO with a usable device whose backend opens. */
   splat_backend backend = SPLAT_BACKEND_CPU;
   splat__cuda_context *cuda = NULL;
@@ -78,7 +95,7 @@ splat_status splat_context_create(const splat_context_options *options, splat_co
   ctx->backend = backend;
   ctx->cuda = cuda;
   ctx->device = opt.device;
-  ctx->num_threads = opt.num_threads ? opt.num_threads : default_threads();
+  ctx->num_threads = threads;
   *out = ctx;
   return SPLAT_OK;
 }

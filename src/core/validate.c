@@ -109,7 +109,8 @@ splat_status splat__check_disjoint(const char *fn, const char *out_name, const s
   byte_span(in, &ilo, &ihi);
   if (olo < ihi && ilo < ohi) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "%s: output %s overlaps input %s in memory; outputs must not alias inputs",
+                       "%s: %s overlaps %s in memory; an output must not alias an input or another "
+                       "output",
                        fn, out_name, in_name);
   }
   return SPLAT_OK;

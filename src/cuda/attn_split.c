@@ -37,7 +37,7 @@ splat_status splat__attn_split_build(const splat_dev_tile *tiles, int64_t ntiles
   }
   if (nt > INT32_MAX || nr > INT32_MAX) {
     return splat__fail(SPLAT_ERR_UNSUPPORTED,
-                       "splat_plan_create: splitting the attention tiles gives %lld tiles and "
+                       "splat_plan_create: splitting the long query tiles gives %lld tiles and "
                        "%lld runs, more than the int32 plan indices hold",
                        (long long)nt, (long long)nr);
   }

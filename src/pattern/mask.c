@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "pattern/pattern_impl.h"
@@ -138,6 +139,11 @@ splat_status splat__npy_load(const char *path, const char *who, splat__bitmask *
   FILE *f = fopen(path, "rb");
   if (!f) {
     return splat__fail(SPLAT_ERR_IO, "%s: cannot open '%s': %s", who, path, strerror(errno));
+  }
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    fclose(f);
+    return splat__fail(SPLAT_ERR_IO, "%s: '%s' is a directory, not a .npy file", who, path);
   }
   splat_status st = SPLAT_OK;
   char *header = NULL;
