@@ -23,7 +23,7 @@
  *
  * Prelude: SPLAT_DT (Q, K), SPLAT_SDT (scores), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
  * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, SPLAT_WLPR (tile program only: lanes
- * per row of the score write-out: 2, or 8 for plans with regrouped rows; kgen.h
+ * per row of the score write-out: 2, or 4 for plans with regrouped rows; kgen.h
  * splat__kspec_write_lanes), the kernel names, and SPLAT_NO_TILE (the row kernel's program)
  * or SPLAT_NO_ROWS (the tile kernel's). */
 
@@ -128,13 +128,13 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
  * that meets gathered indices [g0, g0 + KT) is a contiguous range of value entries,
  * written by 16-byte stores (SPLAT_WLPR lanes per row, 32 / SPLAT_WLPR rows a pass) when
  * `vec` (contiguous, 16-byte aligned scores); partial 16-byte chunks element by element.
- * With `vec`, an interval that goes on into the run's next sub-tile leaves the entries past
- * its last whole chunk unwritten (returns whether this lane did), and the next sub-tile
- * writes them from its staging rows' carry columns (splat_sddmm_emit copies them there)
- * with its first chunk: only an interval's two ends, and a run's, take element stores.
- * first / last: g0 is the run's first / last sub-tile. bh_off: the element offset of (b, h) in the
- * scores. Positions inside a row are 32-bit (entry counts of one row), addresses 64-bit once per
- * interval. */
+ * With `vec`, an interval that goes on into the next sub-tile leaves the entries past its
+ * last whole chunk unwritten (returns whether this lane did), and the next sub-tile writes
+ * them from its staging rows' carry columns (splat_sddmm_emit copies them there) with its
+ * first chunk: only an interval's two ends take element stores. first / last: g0 begins /
+ * ends its chain of runs (splat_sddmm_cta), across which intervals go on. bh_off: the
+ * element offset of (b, h) in the scores. Positions inside a row are 32-bit (entry counts
+ * of one row), addresses 64-bit once per interval. */
 SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
                                  int nrows, int warp, int lane, int32_t g0, bool first, bool last,
@@ -225,10 +225,12 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
  * wgmma): the block's rows (sRow; nothing to do for an empty tile), then for each (b, h)
  * of the CTA its query rows gathered into shared memory (gather_q(b, h), a cp.async
  * group) and one pipeline over the key sub-tiles of all the tile's runs
- * (load_k(run, g0, ko, stage) gathers one), running step(run, g0, tb, it, nrows, bh_off,
- * vec) on each sub-tile `it` (gathered keys [g0, g0 + KT) of run, in ring stage it % STAGES,
- * table buffer tb; vec: whether the scores take 16-byte stores, decided once) once its
- * group is in; step syncs the CTA before it reads the stage, and the
+ * (load_k(run, g0, ko, stage) gathers one), running step(first, last, g0, tb, it, nrows,
+ * bh_off, vec) on each sub-tile `it` (gathered keys [g0, g0 + KT) of a run, in ring stage
+ * it % STAGES, table buffer tb; first / last: the sub-tile begins / ends a chain of runs of
+ * one group over consecutive gathered keys (a window's predicated and full runs), across
+ * which a row's interval goes on; vec: whether the scores take 16-byte stores, decided
+ * once) once its group is in; step syncs the CTA before it reads the stage, and the
  * CTA syncs after it before the stage is refilled. The first STAGES - 1 sub-tiles are issued
  * by the loop's first passes (`pre`): one inlined copy of the tables and the gather. */
 template <class GatherQ, class LoadK, class Step>
@@ -249,6 +251,15 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
     splat_cp_async_commit();
     splat_pipe pipe = {0, 0, 0};
     int ci = 0, cs = 0, it = 0;
+    /* Whether run j of the tile goes on from run j - 1: the same group, the next keys. */
+    auto joins = [&](int j) {
+      if (j <= 0 || j >= tile.nruns) return false;
+      const splat_dev_run a = P.pat.runs[tile.run_begin + j - 1];
+      const splat_dev_run c = P.pat.runs[tile.run_begin + j];
+      return a.phase == c.phase && a.stride == c.stride && a.width == c.width &&
+             a.base + a.ntiles * SPLAT_TILE_K == c.base;
+    };
+    bool from_prev = false, into_next = joins(1);
     for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
           pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
@@ -259,26 +270,29 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
       }
       splat_cp_async_wait<SPLAT_STAGES - 1>();
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
-      step(run, (int32_t)(run.base + cs * SPLAT_KT), ci % SPLAT_STAGES, it, nrows, bh_off, vec);
+      const int nsub = run.ntiles * nsub_tile;
+      step(cs == 0 && !from_prev, cs == nsub - 1 && !into_next, (int32_t)(run.base + cs * SPLAT_KT),
+           ci % SPLAT_STAGES, it, nrows, bh_off, vec);
       __syncthreads(); /* stage `it` may be refilled */
       it++;
-      if (++cs == run.ntiles * nsub_tile) {
+      if (++cs == nsub) {
         ci++;
         cs = 0;
+        from_prev = into_next;
+        into_next = joins(ci + 1);
       }
     }
   }
 }
 
-/* A warp's scores of a sub-tile `g0` of `run`, acc (16 x KT, the m16n8 layout), written to
- * its rows' ACSR entries through its staging rows wo (for warps some of whose rows meet the
- * sub-tile: splat_warp_touches); vec as splat_sddmm_write, whose unwritten tails move to
- * the carry columns here. */
+/* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
+ * ACSR entries through its staging rows wo (for warps some of whose rows meet the
+ * sub-tile: splat_warp_touches); first, last and vec as splat_sddmm_write, whose unwritten
+ * tails move to the carry columns here. */
 SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[SPLAT_KT / 2],
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
-                                const int *sRow, int tb, int nrows, int warp, int lane,
-                                const splat_dev_run &run, int32_t g0, int64_t bh_off, bool vec) {
-  const bool first = g0 == run.base, last = g0 + SPLAT_KT == run.base + run.ntiles * SPLAT_TILE_K;
+                                const int *sRow, int tb, int nrows, int warp, int lane, bool first,
+                                bool last, int32_t g0, int64_t bh_off, bool vec) {
   splat_sddmm_stage(acc, P.scale, wo, lane);
   __syncwarp();
   const bool carried = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, first,
@@ -355,8 +369,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
         splat_sddmm_load_k(P, run, g0, ko, sK + st * SPLAT_KT * SPLAT_LDS);
       },
-      [&](const splat_dev_run &run, int32_t g0, int tb, int it, int nrows, int64_t bh_off,
-          bool vec) {
+      [&](bool first, bool last, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
         __syncthreads(); /* sub-tile `it` and its run's tables are in */
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
          * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
@@ -403,7 +416,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           }
         }
 #endif
-        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, run, g0, bh_off, vec);
+        splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
+                         bh_off, vec);
       });
 }
 

@@ -103,8 +103,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
             (const float *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
             [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
       },
-      [&](const splat_dev_run &run, int32_t g0, int tb, int it, int nrows, int64_t bh_off,
-          bool vec) {
+      [&](bool first, bool last, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
         splat_sddmm_split_own(sK + (it % SPLAT_STAGES) * SPLAT_KBYTES, sLo);
         splat_fence_proxy_async(); /* this thread's hi / lo -> visible to wgmma */
         __syncthreads();           /* sub-tile `it`, its tables (and at it 0, Q) are in */
@@ -136,8 +135,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
         splat_wgmma_fence_acc(acc);
         /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
         if (splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0))
-          splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, run, g0, bh_off,
-                           vec);
+          splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
+                           bh_off, vec);
       });
 }
 
