@@ -204,7 +204,20 @@ def check_empty_batch(**shapes: Tuple[Tuple[int, ...], Tuple[int, ...]]) -> None
 
 
 def _out_code(dtype: Any, default: int) -> int:
-    return default if dtype is None else _lib.dtype_code(np.dtype(dtype).name, "the output")
+    """splat_dtype of an output dtype: a numpy dtype (or anything np.dtype takes), or the
+    names splat uses ("f32", "f16", "bf16")."""
+    if dtype is None:
+        return default
+    if isinstance(dtype, str) and dtype in _SHORT_DTYPES:
+        dtype = _SHORT_DTYPES[dtype]
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = str(dtype)
+    return _lib.dtype_code(name, "output")
+
+
+_SHORT_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 def attention(

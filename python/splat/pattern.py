@@ -164,6 +164,8 @@ class Pattern:
     def __init__(self, spec: str, seq: int, seq_k: Optional[int] = None) -> None:
         if not isinstance(spec, str):
             raise invalid(f"spec={spec!r} must be a string")
+        if "\0" in spec:  # C would read the text up to it
+            raise invalid(f"spec={spec!r} contains a NUL character at {spec.index(chr(0))}")
         seq = _positive_int(seq, "seq")
         seq_k = seq if seq_k is None else _positive_int(seq_k, "seq_k")
         out = ctypes.c_void_p()
@@ -220,6 +222,9 @@ class Pattern:
             raise invalid(f"mask must be 2-d [seq_q, seq_k], got shape {tuple(arr.shape)}")
         if arr.dtype.kind not in "biuf":
             raise invalid(f"mask.dtype={arr.dtype} must be bool or numeric")
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            at = tuple(int(x) for x in np.argwhere(np.isnan(arr))[0])
+            raise invalid(f"mask[{at[0]}, {at[1]}] is NaN: neither visible nor hidden")
         if arr.shape[0] < 1 or arr.shape[1] < 1:
             raise invalid(f"mask shape {tuple(arr.shape)} must be at least 1x1")
         bits = np.ascontiguousarray(arr != 0, dtype=np.uint8)

@@ -119,8 +119,12 @@ def test_bad_dtypes(rng):
     q32 = q.astype(np.float32)
     with pytest.raises(splat.Error, match="v.dtype=float16 but q.dtype=float32"):
         splat.attention(q32, q32, q32.astype(np.float16), pat)
-    with pytest.raises(splat.Error, match="int32"):
+    with pytest.raises(splat.Error, match="output.dtype=int32 unsupported"):
         splat.sddmm(q32, q32, pat, dtype=np.int32)
+    with pytest.raises(splat.Error, match="output.dtype=nonsense unsupported"):
+        splat.sddmm(q32, q32, pat, dtype="nonsense")
+    for short, name in (("bf16", "bfloat16"), ("f16", "float16"), ("f32", "float32")):  # the C names
+        assert splat.sddmm(q32, q32, pat, dtype=short).dtype.name == name
 
 
 def test_bad_scale(rng):
@@ -250,3 +254,12 @@ def test_import_needs_no_library_torch_or_jax(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert res.stdout.strip() == "ok", res.stderr
+
+
+def test_spec_with_nul_and_mask_with_nan_are_refused():
+    with pytest.raises(splat.Error, match="NUL character at 6"):
+        splat.Pattern("causal\0garbage", 16)
+    m = np.ones((4, 5), np.float32)
+    m[2, 3] = np.nan
+    with pytest.raises(splat.Error, match=r"mask\[2, 3\] is NaN"):
+        splat.Pattern.from_mask(m)
