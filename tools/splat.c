@@ -318,9 +318,13 @@ static int parse_run_options(int argc, char **argv, run_options *o) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int ok = 1;
-    if (!strcmp(a, "--spec") && v)
+    if (!strcmp(a, "--spec") && v && strncmp(v, "--", 2))
       o->spec = v;
-    else if (!strcmp(a, "--seq"))
+    else if (!strcmp(a, "--spec")) {
+      fprintf(stderr, "splat run: --spec needs a pattern, as in --spec \"window(64)\"%s%s%s\n",
+              v ? " (got the option '" : "", v ? v : "", v ? "')" : "");
+      return 0;
+    } else if (!strcmp(a, "--seq"))
       ok = parse_int(a, v, 1, (int64_t)1 << 20, &o->seq);
     else if (!strcmp(a, "--batch"))
       ok = parse_int(a, v, 1, 1024, &o->batch);
