@@ -40,10 +40,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from . import _build, _lib
 from .errors import Error, invalid
-from .ops import as_pattern, check_4d, float32_scale, resolve_scale
+from .ops import SHORT_DTYPES, as_pattern, check_4d, float32_scale, resolve_scale
 from .pattern import Pattern
 
 try:
@@ -189,13 +190,36 @@ def _check_seq(pat: Pattern, seq_q: int, seq_k: Optional[int]) -> None:
 _SPLAT_MESSAGE = re.compile(r"splat \w+: (SPLAT_ERR_[A-Z_]+): (.*)", re.S)
 
 
+def _forward_only(op: str, call: Any, attrs: Dict[str, Any]) -> Any:
+    """call(*operands, **attrs) as a function JAX may trace for jvp and grad: where a
+    tangent flows into it, a splat.Error saying the op has no gradient (instead of JAX's
+    generic message); inputs with no tangent (constants, stop_gradient) pass."""
+
+    @jax.custom_jvp
+    def f(*operands: Any) -> Any:
+        return call(*operands, **attrs)
+
+    def jvp(primals: Tuple[Any, ...], tangents: Tuple[Any, ...]) -> Any:
+        if all(isinstance(t, SymbolicZero) for t in tangents):
+            out = f(*primals)
+            return out, [jnp.zeros_like(o) for o in out]
+        raise Error(
+            "SPLAT_ERR_UNSUPPORTED",
+            f"splat.jax.{op} is forward-only: it has no gradient yet; wrap its inputs in "
+            "jax.lax.stop_gradient where none is needed",
+        )
+
+    f.defjvp(jvp, symbolic_zeros=True)
+    return f
+
+
 def _call(op: str, results: List[jax.ShapeDtypeStruct], operands: Tuple[Any, ...], attrs: Dict[str, Any]) -> List[Any]:
     _extension()
-    call = jax.ffi.ffi_call(f"splat_{op}", results, vmap_method="broadcast_all")
+    call = _forward_only(op, jax.ffi.ffi_call(f"splat_{op}", results, vmap_method="broadcast_all"), attrs)
     if any(isinstance(x, Tracer) for x in operands):
-        return call(*operands, **attrs)
+        return call(*operands)
     try:  # eager: wait, so that a failure of the handler is a splat.Error here
-        return jax.block_until_ready(call(*operands, **attrs))
+        return jax.block_until_ready(call(*operands))
     except Exception as exc:
         m = _SPLAT_MESSAGE.search(str(exc))
         if m is None:
@@ -229,7 +253,7 @@ def sddmm(q: Any, k: Any, pattern: Union[Pattern, str], scale: Optional[float] =
     _check_qkv(q, k, None)
     pat = as_pattern(pattern, q.shape[2], k.shape[2])
     _check_seq(pat, q.shape[2], k.shape[2])
-    out_dtype = q.dtype if dtype is None else jnp.dtype(dtype)
+    out_dtype = q.dtype if dtype is None else jnp.dtype(SHORT_DTYPES.get(dtype, dtype) if isinstance(dtype, str) else dtype)
     _lib.dtype_code(out_dtype.name, "dtype")
     results = [jax.ShapeDtypeStruct(q.shape[:3] + (pat.row_width,), out_dtype)]
     return _call("sddmm", results, (q, k), _attrs(pat, resolve_scale(scale)))[0]

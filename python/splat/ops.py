@@ -208,8 +208,8 @@ def _out_code(dtype: Any, default: int) -> int:
     names splat uses ("f32", "f16", "bf16")."""
     if dtype is None:
         return default
-    if isinstance(dtype, str) and dtype in _SHORT_DTYPES:
-        dtype = _SHORT_DTYPES[dtype]
+    if isinstance(dtype, str) and dtype in SHORT_DTYPES:
+        dtype = SHORT_DTYPES[dtype]
     try:
         name = np.dtype(dtype).name
     except TypeError:
@@ -217,7 +217,7 @@ def _out_code(dtype: Any, default: int) -> int:
     return _lib.dtype_code(name, "output")
 
 
-_SHORT_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+SHORT_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 def attention(

@@ -106,6 +106,23 @@ def test_vmap(rng):
             ref.assert_close(np.asarray(lse2[x, n]), want_lse, "float32", "nested vmap lse")
 
 
+def test_forward_only_says_so_under_grad(rng):
+    """A gradient through any op is a splat.Error naming the op (eager and under jit);
+    inputs that carry no tangent (stop_gradient, constants) still run."""
+    q, k, v = (jnp.asarray(randn(rng, (1, 2, 24, 8), np.float32)) for _ in range(3))
+    pat = splat.Pattern("window(3)", 24)
+    with pytest.raises(splat.Error, match="splat.jax.attention is forward-only"):
+        jax.grad(lambda a: sj.attention(a, k, v, pat).sum())(q)
+    with pytest.raises(splat.Error, match="splat.jax.sddmm is forward-only"):
+        jax.jit(jax.grad(lambda a: sj.sddmm(q, a, pat).sum()))(k)
+    scores = sj.sddmm(q, k, pat)
+    with pytest.raises(splat.Error, match="splat.jax.softmax is forward-only"):
+        jax.grad(lambda s: sj.softmax(s, pat).sum())(scores)
+    g = jax.grad(lambda a: (a * a).sum() + sj.attention(jax.lax.stop_gradient(a), k, v, pat).sum())(q)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(q), rtol=1e-6)
+    assert sj.sddmm(q, k, pat, dtype="bf16").dtype == jnp.bfloat16  # splat's dtype names
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 def test_unfused_pipeline(rng, dtype):
     spec, pred = "fixed(16,4)", ref.fixed(16, 4)
