@@ -51,6 +51,11 @@ contains "$tmp/out" "\^"; check "bad spec message has a caret" $?
 contains "$tmp/out" "check: .*OK"; check "run checks itself" $?
 "$SPLAT" run --seq 129 --spec "dilated(8,3) | causal" --dtype f16 --head-dim 24 --repeat 1 >"$tmp/out" 2>&1
 check "run with options exits 0" $?
+"$SPLAT" run --seq 150 --seq-k 97 --heads 4 --heads-kv 2 --spec "dilated(4,3) | global(2)" --dtype f32 --repeat 1 >"$tmp/out" 2>&1
+check "run with seq_k and grouped-query heads exits 0" $?
+contains "$tmp/out" "heads 4 (kv 2), seq 150 x 97"; check "run states seq_k and heads_kv" $?
+contains "$tmp/out" "check: .*OK"; check "grouped-query run checks itself" $?
+"$SPLAT" run --heads 6 --heads-kv 4 >"$tmp/out" 2>&1; test $? -eq 2; check "heads-kv not dividing heads exits 2" $?
 # The check visits each row's keys only: a long sparse run checks in well under a second
 # (it took ~37 s at 16384 when it scored every key).
 "$SPLAT" run --spec "window(16)" --seq 16384 --batch 1 --heads 1 --dtype f32 --repeat 1 --threads 2 >"$tmp/out" 2>&1

@@ -54,9 +54,11 @@ static const char *usage_run =
     "\n"
     "options (defaults in brackets):\n"
     "  --spec SPEC       pattern [longformer(128,32)]\n"
-    "  --seq N           sequence length [2048]\n"
+    "  --seq N           sequence length (query rows) [2048]\n"
+    "  --seq-k M         key columns [N]\n"
     "  --batch B         [2]\n"
-    "  --heads H         [4]\n"
+    "  --heads H         query heads [4]\n"
+    "  --heads-kv G      key/value heads, dividing H (grouped-query attention) [H]\n"
     "  --head-dim D      [64]\n"
     "  --dtype T         f32, f16 or bf16 [bf16]\n"
     "  --backend X       auto, cpu or cuda [auto]\n"
@@ -251,7 +253,7 @@ static int cmd_analyze(int argc, char **argv) {
 
 typedef struct run_options {
   const char *spec;
-  int64_t seq, batch, heads, head_dim, threads, repeat, seed;
+  int64_t seq, batch, heads, head_dim, threads, repeat, seed, seq_k, heads_kv; /* 0: seq, heads */
   splat_dtype dtype;
   splat_backend backend;
 } run_options;
@@ -264,29 +266,30 @@ static double next_uniform(uint64_t *s) {
   return (double)((*s * 2685821657736338717ULL) >> 11) * 0x1.0p-52 - 1.0;
 }
 
-/* Float64 reference for one (b, h) slice of contiguous [B,H,S,D] tensors: each row's
- * softmax over the keys the pattern's row set lists (O(nnz x D), so the check of a
- * sparse pattern stays cheap at long sequences). Returns max |out - ref| and the largest
- * |ref|. */
+/* Float64 reference for one (b, h) slice of contiguous tensors (q, out [B,H,S,D]; k, v
+ * [B,Hkv,Sk,D], head h reading kv head h / (H / Hkv)): each row's softmax over the keys the
+ * pattern's row set lists (O(nnz x D), so the check of a sparse pattern stays cheap at
+ * long sequences). Returns max |out - ref| and the largest |ref|. */
 static void reference_slice(const run_options *o, const splat_pattern *p, const void *q,
                             const void *k, const void *v, const void *out, int64_t b, int64_t h,
                             double scale, double *max_err, double *max_ref) {
-  int64_t S = o->seq, D = o->head_dim, base = (b * o->heads + h) * S * D;
-  double *s = malloc((size_t)S * sizeof *s), *x = malloc((size_t)(3 * S * D) * sizeof *x);
-  int64_t *cols = malloc((size_t)S * sizeof *cols);
+  int64_t S = o->seq, Sk = o->seq_k, D = o->head_dim, base = (b * o->heads + h) * S * D;
+  const int64_t hk = h / (o->heads / o->heads_kv), kbase = (b * o->heads_kv + hk) * Sk * D;
+  double *s = malloc((size_t)Sk * sizeof *s), *x = malloc((size_t)((S + 2 * Sk) * D) * sizeof *x);
+  int64_t *cols = malloc((size_t)Sk * sizeof *cols);
   if (!s || !x || !cols) {
     *max_err = INFINITY; /* cannot check: report a failure rather than a pass */
-    S = 0;
+    S = Sk = 0;
   }
-  double *qd = x, *kd = x + S * D, *vd = x + 2 * S * D;
-  for (int64_t e = 0; e < S * D; e++) {
-    qd[e] = splat__load(q, o->dtype, base + e);
-    kd[e] = splat__load(k, o->dtype, base + e);
-    vd[e] = splat__load(v, o->dtype, base + e);
+  double *qd = x, *kd = x + S * D, *vd = x + (S + Sk) * D;
+  for (int64_t e = 0; e < S * D; e++) qd[e] = splat__load(q, o->dtype, base + e);
+  for (int64_t e = 0; e < Sk * D; e++) {
+    kd[e] = splat__load(k, o->dtype, kbase + e);
+    vd[e] = splat__load(v, o->dtype, kbase + e);
   }
   for (int64_t i = 0; i < S; i++) {
     int64_t n = 0;
-    splat_pattern_row(p, i, cols, S, &n);
+    splat_pattern_row(p, i, cols, Sk, &n);
     double m = -INFINITY, sum = 0;
     for (int64_t t = 0; t < n; t++) {
       double dot = 0;
@@ -326,6 +329,10 @@ static int parse_run_options(int argc, char **argv, run_options *o) {
       return 0;
     } else if (!strcmp(a, "--seq"))
       ok = parse_int(a, v, 1, (int64_t)1 << 20, &o->seq);
+    else if (!strcmp(a, "--seq-k"))
+      ok = parse_int(a, v, 1, (int64_t)1 << 20, &o->seq_k);
+    else if (!strcmp(a, "--heads-kv"))
+      ok = parse_int(a, v, 1, 1024, &o->heads_kv);
     else if (!strcmp(a, "--batch"))
       ok = parse_int(a, v, 1, 1024, &o->batch);
     else if (!strcmp(a, "--heads"))
@@ -417,8 +424,16 @@ static int cmd_run(int argc, char **argv) {
     fputs(usage_run, stdout);
     return 0;
   }
-  run_options o = {"longformer(128,32)", 2048, 2, 4, 64, 0, 3, 1, SPLAT_BF16, SPLAT_BACKEND_AUTO};
+  run_options o = {"longformer(128,32)", 2048, 2, 4, 64, 0, 3, 1, 0, 0, SPLAT_BF16,
+                   SPLAT_BACKEND_AUTO};
   if (!parse_run_options(argc, argv, &o)) return 2;
+  if (!o.seq_k) o.seq_k = o.seq;
+  if (!o.heads_kv) o.heads_kv = o.heads;
+  if (o.heads % o.heads_kv) {
+    fprintf(stderr, "splat run: --heads-kv %lld must divide --heads %lld\n", (long long)o.heads_kv,
+            (long long)o.heads);
+    return 2;
+  }
 
   splat_context_options copt = {o.backend, 0, (int)o.threads};
   splat_context *ctx = NULL;
@@ -429,12 +444,13 @@ static int cmd_run(int argc, char **argv) {
   int rc = 1;
   splat_status st = splat_context_create(&copt, &ctx);
   if (st != SPLAT_OK) return fail("creating the context", st, NULL);
-  st = splat_pattern_parse(o.spec, o.seq, o.seq, &p);
+  st = splat_pattern_parse(o.spec, o.seq, o.seq_k, &p);
   if (st != SPLAT_OK) {
     rc = fail("parsing the pattern", st, NULL);
     goto done;
   }
-  splat_plan_desc desc = {o.batch, o.heads, 0, o.head_dim, o.dtype, 0, 0, 0, SPLAT_OPS_ATTENTION};
+  splat_plan_desc desc = {o.batch, o.heads, o.heads_kv, o.head_dim,         o.dtype,
+                          0,       0,       0,          SPLAT_OPS_ATTENTION};
   double t0 = splat__now_ms();
   st = splat_plan_create(ctx, p, &desc, &plan);
   double plan_ms = splat__now_ms() - t0;
@@ -445,9 +461,10 @@ static int cmd_run(int argc, char **argv) {
   splat_report rep;
   splat_plan_report(plan, &rep);
 
-  int64_t n = o.batch * o.heads * o.seq * o.head_dim;
+  int64_t n = o.batch * o.heads * o.seq * o.head_dim,
+          nk = o.batch * o.heads_kv * o.seq_k * o.head_dim;
   size_t esz = o.dtype == SPLAT_F32 ? 4 : 2;
-  q = malloc((size_t)n * esz), k = malloc((size_t)n * esz), v = malloc((size_t)n * esz);
+  q = malloc((size_t)n * esz), k = malloc((size_t)nk * esz), v = malloc((size_t)nk * esz);
   out = malloc((size_t)n * esz);
   lse = malloc((size_t)(o.batch * o.heads * o.seq) * sizeof *lse);
   if (!q || !k || !v || !out || !lse) {
@@ -455,14 +472,14 @@ static int cmd_run(int argc, char **argv) {
     goto done;
   }
   uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)o.seed;
-  for (int64_t i = 0; i < n; i++) {
-    splat__store(q, o.dtype, i, next_uniform(&rng));
+  for (int64_t i = 0; i < n; i++) splat__store(q, o.dtype, i, next_uniform(&rng));
+  for (int64_t i = 0; i < nk; i++) {
     splat__store(k, o.dtype, i, next_uniform(&rng));
     splat__store(v, o.dtype, i, next_uniform(&rng));
   }
   splat_tensor tq = splat_tensor_contiguous(q, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
-  splat_tensor tk = splat_tensor_contiguous(k, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
-  splat_tensor tv = splat_tensor_contiguous(v, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
+  splat_tensor tk = splat_tensor_contiguous(k, o.dtype, o.batch, o.heads_kv, o.seq_k, o.head_dim);
+  splat_tensor tv = splat_tensor_contiguous(v, o.dtype, o.batch, o.heads_kv, o.seq_k, o.head_dim);
   splat_tensor to = splat_tensor_contiguous(out, o.dtype, o.batch, o.heads, o.seq, o.head_dim);
   splat_tensor tl = splat_tensor_contiguous(lse, SPLAT_F32, o.batch, o.heads, o.seq, 1);
 
@@ -472,7 +489,7 @@ static int cmd_run(int argc, char **argv) {
   memset(&dev, 0, sizeof dev);
   if (on_cuda) {
     void *host[5] = {q, k, v, out, lse};
-    size_t bytes[5] = {(size_t)n * esz, (size_t)n * esz, (size_t)n * esz, (size_t)n * esz,
+    size_t bytes[5] = {(size_t)n * esz, (size_t)nk * esz, (size_t)nk * esz, (size_t)n * esz,
                        (size_t)(o.batch * o.heads * o.seq) * sizeof *lse};
     splat_tensor *ts[5] = {&tq, &tk, &tv, &to, &tl};
     st = dev_open(&dev, host, bytes, ts);
@@ -506,10 +523,12 @@ static int cmd_run(int argc, char **argv) {
   double ms = times[o.repeat / 2];
   double flop = 4.0 * o.batch * o.heads * o.head_dim * (double)rep.nnz;
 
-  printf("splat run: %s, batch %lld, heads %lld, seq %lld, head_dim %lld, %s, backend %s\n",
-         splat_pattern_spec(p), (long long)o.batch, (long long)o.heads, (long long)o.seq,
-         (long long)o.head_dim, splat_dtype_name(o.dtype),
-         splat_backend_name(splat_context_backend(ctx)));
+  printf(
+      "splat run: %s, batch %lld, heads %lld (kv %lld), seq %lld x %lld, head_dim %lld, %s, "
+      "backend %s\n",
+      splat_pattern_spec(p), (long long)o.batch, (long long)o.heads, (long long)o.heads_kv,
+      (long long)o.seq, (long long)o.seq_k, (long long)o.head_dim, splat_dtype_name(o.dtype),
+      splat_backend_name(splat_context_backend(ctx)));
   printf(
       "plan:      nnz %lld (density %.2f%%), row width %lld, %.1f%% regular, %lld query tiles, "
       "%lld key runs, tile waste %.2fx; created in %.2f ms (kernels %.2f ms, %d compiled)\n",
