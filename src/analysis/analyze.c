@@ -185,15 +185,16 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   sb_printf(b, "  key tiles        %lld full (no predicate), %lld predicated (%.1f%% full)\n",
             (long long)r->full_tiles, (long long)r->predicated_tiles,
             kt > 0 ? 100.0 * (double)r->full_tiles / (double)kt : 0.0);
-  sb_printf(b, "  computed         %lld tile elements\n", (long long)r->computed);
+  sb_printf(b, "  computed         %lld tile elements (whole %dx%d tiles)\n",
+            (long long)r->computed, r->tile_q, r->tile_k);
   sb_printf(b, "  tile waste       %.3fx (computed / regular nnz; 1.0 = none)\n", r->tile_waste);
   sb_printf(b, "timings\n");
   sb_printf(b, "  analysis         %.3f ms (segments + remainder)\n", r->analysis_ms);
   sb_printf(b, "  plan             %.3f ms (alignment + tile plan)\n", r->plan_ms);
   sb_printf(b, "  report           %.3f ms\n", r->report_ms);
-  sb_printf(b,
-            "  kernels          %.3f ms (%d compiled, the rest from the kernel cache; 0 on CPU)\n",
-            r->kernels_ms, r->kernels_compiled);
+  if (r->kernels_ms > 0 || r->kernels_compiled > 0) /* a CUDA plan's; none for an analysis */
+    sb_printf(b, "  kernels          %.3f ms (%d compiled, the rest from the kernel cache)\n",
+              r->kernels_ms, r->kernels_compiled);
 }
 
 splat_status splat_report_format(const splat_report *report, int json, char *buf, size_t cap,
