@@ -148,6 +148,7 @@ _PROTOTYPES = {
     "splat_environment_query": (ctypes.c_int, [_P(SplatEnvironment), ctypes.c_char_p, ctypes.c_size_t]),
     "splat_pattern_parse": (ctypes.c_int, [ctypes.c_char_p, _i64, _i64, _P(_p)]),
     "splat_pattern_from_mask": (ctypes.c_int, [_p, _i64, _i64, _P(_p)]),
+    "splat_pattern_from_npy": (ctypes.c_int, [ctypes.c_char_p, _P(_p)]),
     "splat_pattern_union": (ctypes.c_int, [_p, _p, _P(_p)]),
     "splat_pattern_intersect": (ctypes.c_int, [_p, _p, _P(_p)]),
     "splat_pattern_destroy": (None, [_p]),

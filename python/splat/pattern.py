@@ -17,7 +17,7 @@ import time
 import weakref
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -176,11 +176,16 @@ class Pattern:
         # A mask read from a file: identified by the rows read, like Pattern.from_mask (a
         # key from the text would serve a cached plan of the file's earlier contents).
         self._handle = out.value
-        digest = hashlib.sha256(b"file rows" + np.array([seq, seq_k], dtype=np.int64).tobytes())
-        for i in range(seq):
+        self._adopt(out.value, source=None, digest=self._rows_digest(seq, seq_k))
+
+    def _rows_digest(self, seq_q: int, seq_k: int) -> str:
+        """sha256 of the rows of the pattern in self._handle: the identity of masks read
+        from files."""
+        digest = hashlib.sha256(b"file rows" + np.array([seq_q, seq_k], dtype=np.int64).tobytes())
+        for i in range(seq_q):
             cols = self._row(i)
             digest.update(np.int64(cols.size).tobytes() + cols.tobytes())
-        self._adopt(out.value, source=None, digest=digest.hexdigest())
+        return digest.hexdigest()
 
     # -- construction helpers
 
@@ -238,6 +243,26 @@ class Pattern:
             )
         )
         return cls._wrap(out.value, source=None, digest=digest)
+
+    @classmethod
+    def from_npy(cls, path: Union[str, "os.PathLike[str]"]) -> "Pattern":
+        """An explicit mask from a 2-d ``.npy`` file of dtype bool, uint8 or int8 (its
+        shape is the mask's: no seq to give). Read once; known by its rows, like the spec
+        ``mask("path")``."""
+        try:
+            text = os.fspath(path)
+        except TypeError:
+            text = None
+        if not isinstance(text, str) or "\0" in text:
+            raise invalid(f"path={path!r} must be a file name without NUL characters")
+        out = ctypes.c_void_p()
+        _lib.check(_lib.lib().splat_pattern_from_npy(text.encode(), ctypes.byref(out)))
+        obj = cls.__new__(cls)
+        obj._handle = out.value
+        L = _lib.lib()
+        digest = obj._rows_digest(int(L.splat_pattern_seq_q(out.value)), int(L.splat_pattern_seq_k(out.value)))
+        obj._adopt(out.value, source=None, digest=digest)
+        return obj
 
     def _combine(self, other: "Pattern", op: str) -> "Pattern":
         if not isinstance(other, Pattern):

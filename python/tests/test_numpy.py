@@ -146,6 +146,23 @@ def test_mask_file_spec_is_read_once_while_unchanged(rng, tmp_path, monkeypatch)
             P.pattern_for_token(spec, 24, 24)
 
 
+def test_pattern_from_npy_takes_the_files_shape(rng, tmp_path):
+    mask = ref.random_mask(rng, 30, 20, 0.3)
+    np.save(tmp_path / "m.npy", mask)
+    p = splat.Pattern.from_npy(tmp_path / "m.npy")
+    assert (p.seq_q, p.seq_k) == (30, 20)
+    np.testing.assert_array_equal(p.to_dense(), mask)
+    # known by its rows, as the spec naming the file is
+    assert p.token == splat.Pattern(f'mask("{tmp_path}/m.npy")', 30, 20).token
+    q, k, v = randn(rng, (1, 2, 30, 8), np.float32), *(randn(rng, (1, 2, 20, 8), np.float32) for _ in range(2))
+    ref.assert_close(splat.attention(q, k, v, p), ref.attention(q, k, v, mask)[0], "float32", "from_npy")
+    with pytest.raises(splat.Error, match="cannot open"):
+        splat.Pattern.from_npy(tmp_path / "missing.npy")
+    for bad in (17, "m\0.npy"):
+        with pytest.raises(splat.Error, match="must be a file name"):
+            splat.Pattern.from_npy(bad)
+
+
 def test_equal_masks_share_a_token_while_any_lives(rng, tmp_path):
     """Rebinding a name to an equal mask pattern frees the first; the token (what the torch
     op and the JAX handlers look up) must still find the one alive."""
