@@ -268,7 +268,7 @@ typedef struct CUstream_st *splat_stream;
 /* scores[b,h,i,k] = scale * <Q[b,h,i], K[b,hk,col_k(i)]>, col_k(i) the k-th column
  * of M(i), hk = h / (H / Hkv). q: [B,H,Sq,D]; k: [B,Hkv,Sk,D]; scores: [B,H,Sq,W], any
  * dtype. scale SPLAT_DEFAULT_SCALE (0) is 1/sqrt(D): a double that rounds to 0 as a float
- * (below ~1.2e-38 in magnitude, passed here) selects it too. */
+ * (below ~7e-46 in magnitude, passed here) selects it too. */
 SPLAT_API splat_status splat_sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                                    float scale, const splat_tensor *scores, splat_stream stream);
 /* probs = softmax over each row of (scale * scores); probs may be scores itself.

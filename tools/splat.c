@@ -539,11 +539,19 @@ static int cmd_run(int argc, char **argv) {
          flop / (ms * 1e6));
   fflush(stdout); /* the float64 reference below takes seconds at large sizes */
 
-  /* Check the first and the last (batch, head) slice against the reference. */
+  /* Check the first and the last (batch, head) slice against the reference, and with
+   * grouped-query heads head 1 too (kv head 0: a mapping by h % heads_kv would read 1). */
   double max_err = 0, max_ref = 0, scale = 1.0 / sqrt((double)o.head_dim);
+  int slices = 1;
   reference_slice(&o, p, q, k, v, out, 0, 0, scale, &max_err, &max_ref);
-  if (o.batch * o.heads > 1)
+  if (o.batch * o.heads > 1) {
     reference_slice(&o, p, q, k, v, out, o.batch - 1, o.heads - 1, scale, &max_err, &max_ref);
+    slices++;
+  }
+  if (o.heads_kv > 1 && o.heads > o.heads_kv && o.heads - 1 > 1) {
+    reference_slice(&o, p, q, k, v, out, 0, 1, scale, &max_err, &max_ref);
+    slices++;
+  }
   /* The output is computed from the rounded inputs and rounded once: half an ulp of
    * the dtype at the largest magnitude bounds the error. */
   double eps = o.dtype == SPLAT_F32 ? 0x1p-24 : o.dtype == SPLAT_F16 ? 0x1p-11 : 0x1p-8;
@@ -554,9 +562,8 @@ static int cmd_run(int argc, char **argv) {
   printf(
       "check:     max |error| %.3g against a float64 reference on %d (batch, head) "
       "slice(s); bound %.3g (%s of %s): %s\n",
-      max_err, o.batch * o.heads > 1 ? 2 : 1, bound,
-      on_cuda ? "an ulp + fp32 accumulation" : "half an ulp", splat_dtype_name(o.dtype),
-      ok ? "OK" : "FAILED");
+      max_err, slices, bound, on_cuda ? "an ulp + fp32 accumulation" : "half an ulp",
+      splat_dtype_name(o.dtype), ok ? "OK" : "FAILED");
   rc = ok ? 0 : 1;
 done:
   free(q), free(k), free(v), free(out), free(lse);

@@ -138,13 +138,20 @@ def as_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: int) -> Pattern:
 
 
 def float32_scale(scale: Any) -> float:
-    """A scale as the C library takes it (a float32): a real number, finite in float32."""
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.integer, np.floating)):
+    """A scale as the C library takes it (a float32): a real number (a Python or numpy
+    scalar, a 0-d array, a jax or torch scalar), finite in float32."""
+    if isinstance(scale, (bool, np.bool_, str, bytes, complex, np.complexfloating)) or getattr(scale, "ndim", 0):
         raise invalid(f"scale={scale!r} must be a real number")
-    value = float(scale)
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        raise invalid(f"scale={scale!r} must be a real number") from None
+    except OverflowError:
+        raise invalid(f"scale={scale!r} overflows float32, the library's scale type") from None
     if not math.isfinite(value):
         raise invalid(f"scale={value} must be finite")
-    single = float(np.float32(value))
+    with np.errstate(over="ignore"):
+        single = float(np.float32(value))
     if not math.isfinite(single):
         raise invalid(f"scale={value:g} overflows float32, the library's scale type (largest {np.finfo(np.float32).max:g})")
     return single
@@ -159,8 +166,8 @@ def resolve_scale(scale: Optional[float]) -> float:
         raise invalid("scale=0 is not supported (0 selects the default 1/sqrt(head_dim)); pass None")
     if single == 0.0:
         raise invalid(
-            f"scale={float(scale):g} rounds to 0 in float32, the library's scale type, where 0 selects "
-            "the default 1/sqrt(head_dim); pass a scale of at least 1.2e-38 in magnitude, or None"
+            f"scale={float(scale):g} rounds to 0 in float32, the library's scale type (below ~7e-46 in "
+            "magnitude), where 0 selects the default 1/sqrt(head_dim); pass None for the default"
         )
     return single
 
@@ -213,7 +220,9 @@ def _out_code(dtype: Any, default: int) -> int:
     try:
         name = np.dtype(dtype).name
     except TypeError:
-        name = str(dtype)
+        if dtype != "bfloat16":  # numpy knows it only once ml_dtypes is imported
+            raise invalid(f"output.dtype={dtype!r} unsupported: use float32, float16 or bfloat16") from None
+        name = dtype
     return _lib.dtype_code(name, "output")
 
 

@@ -245,18 +245,18 @@ class Pattern:
         return cls._wrap(out.value, source=None, digest=digest)
 
     @classmethod
-    def from_npy(cls, path: Union[str, "os.PathLike[str]"]) -> "Pattern":
+    def from_npy(cls, path: Union[str, bytes, "os.PathLike[Any]"]) -> "Pattern":
         """An explicit mask from a 2-d ``.npy`` file of dtype bool, uint8 or int8 (its
         shape is the mask's: no seq to give). Read once; known by its rows, like the spec
         ``mask("path")``."""
         try:
-            text = os.fspath(path)
+            name = os.fsencode(path)
         except TypeError:
-            text = None
-        if not isinstance(text, str) or "\0" in text:
-            raise invalid(f"path={path!r} must be a file name without NUL characters")
+            raise invalid(f"path={path!r} must be a file name (str, bytes or os.PathLike)") from None
+        if b"\0" in name:
+            raise invalid(f"path={path!r} contains a NUL character")
         out = ctypes.c_void_p()
-        _lib.check(_lib.lib().splat_pattern_from_npy(text.encode(), ctypes.byref(out)))
+        _lib.check(_lib.lib().splat_pattern_from_npy(name, ctypes.byref(out)))
         obj = cls.__new__(cls)
         obj._handle = out.value
         L = _lib.lib()

@@ -121,8 +121,9 @@ def test_bad_dtypes(rng):
         splat.attention(q32, q32, q32.astype(np.float16), pat)
     with pytest.raises(splat.Error, match="output.dtype=int32 unsupported"):
         splat.sddmm(q32, q32, pat, dtype=np.int32)
-    with pytest.raises(splat.Error, match="output.dtype=nonsense unsupported"):
-        splat.sddmm(q32, q32, pat, dtype="nonsense")
+    for bad in ("nonsense", "garbage.float16"):
+        with pytest.raises(splat.Error, match="output.dtype=.* unsupported"):
+            splat.sddmm(q32, q32, pat, dtype=bad)
     for short, name in (("bf16", "bfloat16"), ("f16", "float16"), ("f32", "float32")):  # the C names
         assert splat.sddmm(q32, q32, pat, dtype=short).dtype.name == name
 
@@ -145,6 +146,16 @@ def test_bad_scale(rng):
     scores = splat.sddmm(q, q, "dense")
     with pytest.raises(splat.Error, match="overflows float32"):
         splat.softmax(scores, "dense", scale=-1e39)
+    with pytest.raises(splat.Error, match="must be a real number"):
+        call(np.array([1.0, 2.0]))
+    with pytest.raises(splat.Error, match="overflows float32"):
+        call(10**400)  # too large even for a double
+    # scalars of any kind are taken: 0-d arrays, numpy scalars, fractions
+    from fractions import Fraction
+
+    want = splat.attention(q, q, q, "dense", scale=0.5)
+    for s in (np.array(0.5), np.float64(0.5), Fraction(1, 2)):
+        np.testing.assert_array_equal(splat.attention(q, q, q, "dense", scale=s), want)
     tiny = splat.attention(q, q, q, "dense", scale=1e-37)  # float32-normal: used as given
     np.testing.assert_allclose(tiny, np.broadcast_to(q.mean(axis=2, keepdims=True), q.shape), rtol=1e-5, atol=1e-6)
 

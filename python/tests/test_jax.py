@@ -121,6 +121,11 @@ def test_forward_only_says_so_under_grad(rng):
     g = jax.grad(lambda a: (a * a).sum() + sj.attention(jax.lax.stop_gradient(a), k, v, pat).sum())(q)
     np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(q), rtol=1e-6)
     assert sj.sddmm(q, k, pat, dtype="bf16").dtype == jnp.bfloat16  # splat's dtype names
+    with pytest.raises(splat.Error, match="output.dtype=.*nonsense.* unsupported"):
+        sj.sddmm(q, k, pat, dtype="nonsense")
+    with pytest.raises(splat.Error, match="output.dtype=int32 unsupported"):
+        sj.sddmm(q, k, pat, dtype=jnp.int32)
+    np.testing.assert_array_equal(sj.attention(q, k, v, pat, scale=jnp.float32(0.5)), sj.attention(q, k, v, pat, scale=0.5))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)

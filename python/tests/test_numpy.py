@@ -158,9 +158,11 @@ def test_pattern_from_npy_takes_the_files_shape(rng, tmp_path):
     ref.assert_close(splat.attention(q, k, v, p), ref.attention(q, k, v, mask)[0], "float32", "from_npy")
     with pytest.raises(splat.Error, match="cannot open"):
         splat.Pattern.from_npy(tmp_path / "missing.npy")
-    for bad in (17, "m\0.npy"):
-        with pytest.raises(splat.Error, match="must be a file name"):
-            splat.Pattern.from_npy(bad)
+    with pytest.raises(splat.Error, match="must be a file name"):
+        splat.Pattern.from_npy(17)
+    with pytest.raises(splat.Error, match="contains a NUL character"):
+        splat.Pattern.from_npy("m\0.npy")
+    assert splat.Pattern.from_npy(str(tmp_path / "m.npy").encode()).token == p.token  # bytes paths too
 
 
 def test_equal_masks_share_a_token_while_any_lives(rng, tmp_path):

@@ -171,18 +171,22 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
       } else {
         const int64_t want = rem_nnz + (seq_k > 0 ? seq_k : 1);
         if (want > rem_cap && have > 0) {
-          /* The remainder, projected from the rows so far (once they are a fair sample),
-           * refused past half this machine's memory: the process would be killed later. */
-          const double seen = (double)(i + 1), bytes = (double)want * sizeof *out->rem_cols;
+          /* Refused past half this machine's memory (the process would be killed later):
+           * the columns so far, or once an eighth of the rows is seen, their projection
+           * over every row (a mask's irregular rows may all come first: not earlier). */
+          const double seen = (double)(i + 1), sofar = (double)want * sizeof *out->rem_cols;
           const double projected =
-              seen >= 1024 || seen * 64 >= (double)seq_q ? bytes * (double)seq_q / seen : bytes;
-          if (need + projected > have / 2) {
+              seen * 8 >= (double)seq_q
+                  ? (double)rem_nnz * sizeof *out->rem_cols * (double)seq_q / seen
+                  : 0;
+          const double bound = projected > sofar ? projected : sofar;
+          if (need + bound > have / 2) {
             st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY,
                              "the irregular remainder (rows that need more than %d segments; "
                              "%lld of the first %lld) would take about %.1f GB of columns, more "
                              "than half of this machine's %.1f GB",
                              max_segments, (long long)(rem_rows + 1), (long long)(i + 1),
-                             projected / 1e9, have / 1e9);
+                             bound / 1e9, have / 1e9);
             goto fail;
           }
         }
