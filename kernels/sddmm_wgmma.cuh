@@ -1,22 +1,24 @@
-/* sddmm_wgmma.cuh — R-SDDMM for f32 inputs on Hopper (sm_90a): scores = scale * Q K^T on
- * wgmma with 3xTF32 (x = hi + lo, both tf32 rounded to nearest; lo*hi + hi*lo + hi*hi),
- * written into ACSR values like the mma.sync tile kernel of sddmm.cuh, whose row kernel
- * (the irregular remainder, odd layouts), staging and write-out this file shares.
+/* sddmm_wgmma.cuh — R-SDDMM on Hopper (sm_90a): scores = scale * Q K^T on wgmma, written
+ * into ACSR values like the mma.sync tile kernel of sddmm.cuh, whose row kernel (the
+ * irregular remainder, odd layouts), CTA pipeline, staging and write-out this file shares.
  *
  * SPLAT_SDDMM_TILE_NAME: one warpgroup (64 rows) per CTA = (query tile row block,
- * batch*head). The block's Q rows are gathered once per (b, h), split into hi / lo tf32
- * A registers (the RS form: no Q in shared memory afterwards, so its buffer doubles as
- * the score staging tile). Each key sub-tile of SPLAT_KT gathered keys lands by cp.async
- * in a 128-byte-swizzled stage (32-element f32 panels, the layout splat_wgmma_desc_k
- * reads); every thread splits the chunks it copied itself (visible to it after its own
- * wait_group, so no extra barrier) into hi in place and lo in one shared lo tile, fences
- * them into the async proxy, and after the barrier the warpgroup issues three wgmma
- * m64n{KT}k8 TF32 products per k8 step. The f32 tensor work leaves the warps' instruction
- * stream: what remains per sub-tile is the split (a few instructions per element, once
- * per CTA instead of once per warp), the staging and the stores.
+ * batch*head). The block's Q rows are gathered once per (b, h) into padded rows and
+ * become the warps' A registers (the RS form: no Q in shared memory afterwards, so its
+ * buffer doubles as the score staging tile). Each key sub-tile of SPLAT_KT gathered keys
+ * lands by cp.async in a 128-byte-swizzled stage (128-byte panels, the layout
+ * splat_wgmma_desc_k reads); each thread fences the chunks it copied into the async
+ * proxy, and after the barrier the warpgroup issues one wgmma m64n{KT} per k step:
+ *   - f16 / bf16: k16 steps, Q's A registers loaded by ldmatrix (the m16n8k16 A layout);
+ *   - f32: 3xTF32 (x = hi + lo, both tf32 rounded to nearest; lo*hi + hi*lo + hi*hi),
+ *     three m64n{KT}k8 products per k8 step; every thread splits the chunks it copied
+ *     itself (visible to it after its own wait_group, so no extra barrier) into hi in
+ *     place and lo in one shared lo tile, Q into hi / lo registers once per (b, h).
+ * The tensor work leaves the warps' instruction stream: what remains per sub-tile is the
+ * gather, the staging and the stores (and for f32 the split).
  *
- * Prelude: as sddmm.cuh, with SPLAT_DT = SPLAT_F32, SPLAT_WARPS = 4 and SPLAT_HEAD_DIM a
- * multiple of 32 (whole 128-byte panels); SPLAT_KT 32 or 64. */
+ * Prelude: as sddmm.cuh, with SPLAT_WARPS = 4, SPLAT_HEAD_DIM a multiple of 64 (f16 /
+ * bf16) or 32 (f32: whole 128-byte panels), SPLAT_KT 64 (or 32 for f32). */
 
 #define SPLAT_SDDMM_WG 1
 #include "sddmm.cuh"
@@ -24,28 +26,39 @@
 
 #if !defined(SPLAT_NO_TILE)
 
-static_assert(SPLAT_DT == SPLAT_F32 && SPLAT_WARPS == 4 && SPLAT_HEAD_DIM % 32 == 0 &&
-                  (SPLAT_KT == 32 || SPLAT_KT == 64),
-              "sddmm_wgmma.cuh: f32, one warpgroup, head_dim a multiple of 32, 32 or 64 keys");
+#define SPLAT_WG_F32 (SPLAT_DT == SPLAT_F32)
+static_assert(SPLAT_WARPS == 4 &&
+                  (SPLAT_WG_F32 ? SPLAT_HEAD_DIM % 32 == 0 && (SPLAT_KT == 32 || SPLAT_KT == 64)
+                                : SPLAT_HEAD_DIM % 64 == 0 && SPLAT_KT == 64),
+              "sddmm_wgmma.cuh: one warpgroup; f32: head_dim a multiple of 32, 32 or 64 keys; "
+              "f16 / bf16: head_dim a multiple of 64, 64 keys");
 
-#define SPLAT_WCHUNKS (SPLAT_HEAD_DIM / 4)              /* 16-byte chunks of an f32 row */
-#define SPLAT_KSTEPS (SPLAT_HEAD_DIM / 8)               /* k8 steps */
-#define SPLAT_LDQ (SPLAT_HEAD_DIM + 4)                  /* padded Q row (floats) */
-#define SPLAT_KBYTES (SPLAT_KT * SPLAT_HEAD_DIM * 4)    /* one swizzled K tile */
-#define SPLAT_QBYTES (SPLAT_TQ * SPLAT_LDQ * 4)         /* Q at a (b, h)'s start */
-#define SPLAT_OBYTES (SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ) /* the score staging tile */
+#define SPLAT_ESZ (SPLAT_WG_F32 ? 4 : 2)                     /* bytes per Q / K element */
+#define SPLAT_EPC (16 / SPLAT_ESZ)                           /* elements per 16-byte chunk */
+#define SPLAT_WCHUNKS (SPLAT_HEAD_DIM / SPLAT_EPC)           /* 16-byte chunks of a row */
+#define SPLAT_KSTEPS (SPLAT_HEAD_DIM / (SPLAT_EPC * 2))      /* k8 (f32) or k16 steps */
+#define SPLAT_LDQ (SPLAT_HEAD_DIM + SPLAT_EPC)               /* padded Q row (elements) */
+#define SPLAT_KBYTES (SPLAT_KT * SPLAT_HEAD_DIM * SPLAT_ESZ) /* one swizzled K tile */
+#define SPLAT_QBYTES (SPLAT_TQ * SPLAT_LDQ * SPLAT_ESZ)      /* Q at a (b, h)'s start */
+#define SPLAT_OBYTES (SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ)      /* the score staging tile */
 #define SPLAT_QOBYTES (SPLAT_QBYTES > SPLAT_OBYTES ? SPLAT_QBYTES : SPLAT_OBYTES)
+#if SPLAT_WG_F32
+#define SPLAT_QK_T float
+#else
+#define SPLAT_QK_T uint16_t
+#endif
 
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, the
- * K ring, the lo tile, Q / staging, STAGES interval tables + counts, row ids. */
-#define SPLAT_SDDMM_SMEM                                      \
-  (1024 + (SPLAT_STAGES + 1) * SPLAT_KBYTES + SPLAT_QOBYTES + \
+ * K ring, the lo tile (f32), Q / staging, STAGES interval tables + counts, row ids. */
+#define SPLAT_SDDMM_SMEM                                                 \
+  (1024 + (SPLAT_STAGES + SPLAT_WG_F32) * SPLAT_KBYTES + SPLAT_QOBYTES + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
 static_assert(
     SPLAT_SDDMM_SMEM == SPLAT_TILE_SMEM,
     "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
 
+#if SPLAT_WG_F32
 /* The chunks of a K stage this thread gathered (splat_gather_keys' affine assignment:
  * column ch = t % WCHUNKS, rows kk0 + i * KSTEP with kk0 = t / WCHUNKS < KSTEP), split
  * into tf32 hi in place and lo at the same offset of the lo tile. KSTEP is a power of two
@@ -72,51 +85,72 @@ SPLAT_DEV void splat_sddmm_split_own(unsigned char *stage, unsigned char *lo) {
     *(uint4 *)(lo + off) = l;
   }
 }
+#endif
 
-extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64 ? 3 : 2)
+extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
+                                                                ? (SPLAT_WG_F32 ? 3 : 4)
+                                                                : (SPLAT_WG_F32 ? 2 : 3))
     SPLAT_SDDMM_TILE_NAME(const splat_sddmm_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
   /* Swizzled tiles need 1024-byte alignment of their shared addresses. */
   const uint32_t base_addr = splat_smem_addr(splat_smem);
   unsigned char *sK = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
-  unsigned char *sLo = sK + SPLAT_STAGES * SPLAT_KBYTES;
-  unsigned char *sQO = sLo + SPLAT_KBYTES;
+  unsigned char *sLo = sK + SPLAT_STAGES * SPLAT_KBYTES; /* f32 only */
+  unsigned char *sQO = sLo + SPLAT_WG_F32 * SPLAT_KBYTES;
   splat_ival *sIv = (splat_ival *)(sQO + SPLAT_QOBYTES);
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
-  const uint32_t k_addr = splat_smem_addr(sK), lo_addr = splat_smem_addr(sLo);
-  const float *sQ = (const float *)sQO;
+  const uint32_t k_addr = splat_smem_addr(sK);
+  const SPLAT_QK_T *sQ = (const SPLAT_QK_T *)sQO;
 
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   unsigned char *wo = sQO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
-  uint32_t qh[SPLAT_KSTEPS][4], ql[SPLAT_KSTEPS][4];           /* this thread's A registers */
+#if SPLAT_WG_F32
+  const uint32_t lo_addr = splat_smem_addr(sLo);
+  const int g = lane >> 2, t = lane & 3;
+  uint32_t qh[SPLAT_KSTEPS][4], ql[SPLAT_KSTEPS][4]; /* this thread's A registers */
+#else
+  uint32_t qa[SPLAT_KSTEPS][4];    /* this thread's A registers */
+#endif
   splat_sddmm_cta(
       P, sIv, sNiv, sRow,
       [&](int64_t b, int64_t h, int nrows) {
-        splat_gather_rows<SPLAT_WCHUNKS, SPLAT_TQ, SPLAT_THREADS, float>(
+        splat_gather_rows<SPLAT_WCHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
             P.q, b, h, sRow, nrows,
-            [&](int r, int ch) { return (float *)sQO + r * SPLAT_LDQ + ch * 4; });
+            [&](int r, int ch) { return (SPLAT_QK_T *)sQO + r * SPLAT_LDQ + ch * SPLAT_EPC; });
       },
       [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
         unsigned char *sk = sK + st * SPLAT_KBYTES;
         splat_gather_keys<SPLAT_WCHUNKS, SPLAT_KT, SPLAT_THREADS>(
-            (const float *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+            (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
             [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
       },
       [&](bool first, bool last, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
+#if SPLAT_WG_F32
         splat_sddmm_split_own(sK + (it % SPLAT_STAGES) * SPLAT_KBYTES, sLo);
         splat_fence_proxy_async(); /* this thread's hi / lo -> visible to wgmma */
-        __syncthreads();           /* sub-tile `it`, its tables (and at it 0, Q) are in */
+#else
+        splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
+#endif
+        __syncthreads(); /* sub-tile `it`, its tables (and at it 0, Q) are in */
         if (it == 0) {
+#if SPLAT_WG_F32
           /* Q's A registers: rows 16 warp + g (+8), columns 8 kk + t (+4), split once. */
-          const float *qa = sQ + (16 * warp + g) * SPLAT_LDQ + t;
+          const float *qr = sQ + (16 * warp + g) * SPLAT_LDQ + t;
 #pragma unroll
           for (int kk = 0; kk < SPLAT_KSTEPS; kk++) {
-            splat_tf32_split(qa[8 * kk], qh[kk][0], ql[kk][0]);
-            splat_tf32_split(qa[8 * SPLAT_LDQ + 8 * kk], qh[kk][1], ql[kk][1]);
-            splat_tf32_split(qa[8 * kk + 4], qh[kk][2], ql[kk][2]);
-            splat_tf32_split(qa[8 * SPLAT_LDQ + 8 * kk + 4], qh[kk][3], ql[kk][3]);
+            splat_tf32_split(qr[8 * kk], qh[kk][0], ql[kk][0]);
+            splat_tf32_split(qr[8 * SPLAT_LDQ + 8 * kk], qh[kk][1], ql[kk][1]);
+            splat_tf32_split(qr[8 * kk + 4], qh[kk][2], ql[kk][2]);
+            splat_tf32_split(qr[8 * SPLAT_LDQ + 8 * kk + 4], qh[kk][3], ql[kk][3]);
           }
+#else
+      /* Q's A registers (the m16n8k16 A layout of the warp's 16 rows), by ldmatrix. */
+#pragma unroll
+          for (int kk = 0; kk < SPLAT_KSTEPS; kk++)
+            splat_ldmatrix_x4(
+                qa[kk], sQ + (16 * warp + (lane & 15)) * SPLAT_LDQ + kk * 16 + (lane >> 4) * 8);
+#endif
           __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
         }
         const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
@@ -125,10 +159,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KSTEPS; kk++) {
           const uint64_t dh = splat_wgmma_desc_k<SPLAT_KT>(kh, kk);
+#if SPLAT_WG_F32
           const uint64_t dl = splat_wgmma_desc_k<SPLAT_KT>(lo_addr, kk);
           splat_wgmma_rs_tf32<SPLAT_KT>(acc, ql[kk], dh, kk > 0);
           splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dl, 1);
           splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dh, 1);
+#else
+          splat_wgmma_rs<SPLAT_DT, SPLAT_KT>(acc, qa[kk], dh, kk > 0);
+#endif
         }
         splat_wgmma_commit();
         splat_wgmma_wait<0>();

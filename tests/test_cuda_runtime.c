@@ -261,7 +261,7 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_threads(a) == 128);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_attn_wgmma_bf16_d64_q64_k128_kt64_s3_seg1"), "%s", tile);
-  CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SPMM].wgmma);
+  CHECK(sp[SPLAT__KOP_SDDMM].wgmma == SYNC && !sp[SPLAT__KOP_SPMM].wgmma);
   splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 128, 0, "sm_90a", SYNC, 2, 0);
   CHECK(a->wgmma == SYNC && a->warps == 8 && a->stages == 3 && splat__kspec_tile_threads(a) == 256);
   splat__kspec_names(a, rows, tile, sizeof rows);
@@ -363,7 +363,7 @@ static void test_kernel_choice(void) {
   CHECK(!a->tile && !a->wgmma);
   /* The f32 R-SDDMM on sm_90a: 3xTF32 on wgmma (sddmm_wgmma.cuh) at head_dim 64 (64-key
    * sub-tiles) and 128 (32-key), one warpgroup; mma.sync on sm_80, at head_dim 40 (not
-   * whole 32-element panels), for 16-bit inputs and where its shared memory is over. */
+   * whole 32-element panels) and where its shared memory is over. */
   splat__kspec *sd = &sp[SPLAT__KOP_SDDMM];
   CHECK(sd->tile && sd->wgmma == SYNC && sd->warps == 4 && sd->kt == 64 && sd->stages == 2);
   CHECK(splat__kspec_tile_threads(sd) == 128);
@@ -405,8 +405,19 @@ static void test_kernel_choice(void) {
   CHECK(sd->tile && !sd->wgmma);
   splat__kspec_plan(sp, SPLAT_F32, 32, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && !sd->wgmma);
+  /* f16 / bf16 on wgmma too: 1 KB slack + 3 K stages (64 keys x 128 B) + Q (64 rows of 72
+   * elements, as large as the 64 x 72 staging scores) + 3 tables of 64 rows + row ids; at
+   * head_dim 128, 2 stages of 64 x 256 B and Q rows of 136. 64-key sub-tiles only. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->tile && !sd->wgmma);
+  CHECK(sd->tile && sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3);
+  splat__kspec_names(sd, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt64_s3_seg1_w2"), "%s", tile);
+  CHECK(splat__kspec_tile_smem(sd) == 1024 + 3 * 64 * 128 + 64 * 72 * 2 + 3 * 64 * 20 + 256);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->wgmma == SYNC && sd->stages == 2 &&
+        splat__kspec_tile_smem(sd) == 1024 + 2 * 64 * 256 + 64 * 136 * 2 + 2 * 64 * 20 + 256);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 32, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->tile && sd->kt == 32 && !sd->wgmma);
   /* SPLAT_SDDMM_WGMMA=0: the mma.sync kernel (80.6 KB at head_dim 128), dropped when over the
    * limit; bad values are refused with a sentence. */
   unsetenv("SPLAT_SDDMM_WGMMA");

@@ -150,10 +150,12 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   const int tq = 16 * s->warps;
   const int tables = s->stages * tq * (s->max_segs * IVAL_BYTES + 4) + tq * 4;
   if (s->op == SPLAT__KOP_SDDMM && s->wgmma) {
-    /* sddmm_wgmma.cuh: alignment slack, the K ring and the lo tile (f32, swizzled), Q
-     * (padded f32 rows) sharing its buffer with the score staging tile. */
-    const int q = tq * (s->head_dim + 4) * 4, o = tq * (s->kt + 8) * (s->vdt == SPLAT_F32 ? 4 : 2);
-    return 1024 + (s->stages + 1) * s->kt * s->head_dim * 4 + (q > o ? q : o) + tables;
+    /* sddmm_wgmma.cuh: alignment slack, the K ring (swizzled) and for f32 the lo tile, Q
+     * (rows padded by 16 bytes) sharing its buffer with the score staging tile. */
+    const int esz = s->dt == SPLAT_F32 ? 4 : 2, lo = s->dt == SPLAT_F32;
+    const int q = tq * (s->head_dim + 16 / esz) * esz,
+              o = tq * (s->kt + 8) * (s->vdt == SPLAT_F32 ? 4 : 2);
+    return 1024 + (s->stages + lo) * s->kt * s->head_dim * esz + (q > o ? q : o) + tables;
   }
   if (s->op == SPLAT__KOP_SDDMM) {
     const int f32 = s->dt == SPLAT_F32, esz = f32 ? 4 : 2, kstep = f32 ? 8 : 16;
@@ -219,12 +221,13 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
 }
 
 int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
-  /* One warpgroup a CTA; head_dim 64 or 128: whole 128-byte panels of f32, a row's 16-byte
+  /* One warpgroup a CTA; head_dim 64 or 128. f32: whole 128-byte panels, a row's 16-byte
    * chunks dividing the 128 threads (each thread splits the same column of chunks it
    * gathered; head_dim 96's 24 chunks do not), Q's hi / lo registers within budget; 32- or
-   * 64-key sub-tiles. */
-  if (s->op != SPLAT__KOP_SDDMM || s->dt != SPLAT_F32 || !s->tile || s->warps != 4 ||
-      (s->head_dim != 64 && s->head_dim != 128) || (s->kt != 32 && s->kt != 64))
+   * 64-key sub-tiles. f16 / bf16: 64-key sub-tiles (wgmma m64n64k16). */
+  const int f32 = s->dt == SPLAT_F32;
+  if (s->op != SPLAT__KOP_SDDMM || !s->tile || s->warps != 4 ||
+      (s->head_dim != 64 && s->head_dim != 128) || (s->kt != 64 && !(f32 && s->kt == 32)))
     return 0;
   s->wgmma = SPLAT__WGMMA_SYNC;
   if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
@@ -237,8 +240,8 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
 splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
   int on;
   splat_status st =
-      splat__env_switch("SPLAT_SDDMM_WGMMA", "3xTF32 on wgmma for the f32 R-SDDMM on sm_90a",
-                        "3xTF32 on mma.sync, the portable kernel", &on);
+      splat__env_switch("SPLAT_SDDMM_WGMMA", "the R-SDDMM on wgmma on sm_90a",
+                        "the R-SDDMM on mma.sync, the portable kernel", &on);
   splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
   if (st != SPLAT_OK || on || !s->wgmma) return st;
   s->wgmma = SPLAT__WGMMA_NONE;

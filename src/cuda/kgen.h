@@ -33,7 +33,7 @@ typedef struct splat__kspec {
   int kt;          /* key sub-tile the tile kernel iterates (divides tile_k) */
   int stages;      /* shared-memory stages of the key/value gather */
   int row_warps;   /* row kernel: warps (rows) per CTA */
-  int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm (f32) SYNC
+  int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm SYNC
                     * means sddmm_wgmma.cuh */
   int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 4 */
   int epi;         /* attention tile kernel: its one epilogue (kernels/params.cuh SPLAT_EPI_*:
@@ -72,7 +72,7 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
 int splat__kspec_table_segs(const splat_report *r);
 
 /* Kernel names: "splat_sddmm_rows_bf16_v_bf16_d128_k8", "splat_sddmm_tile_bf16_v_bf16_d128_
- * q128_k128_kt64_s2_k8_w2" ("splat_sddmm_wgmma_f32_..." for sddmm_wgmma.cuh; sddmm tile
+ * q128_k128_kt64_s2_k8_w2" ("splat_sddmm_wgmma_bf16_..." for sddmm_wgmma.cuh; sddmm tile
  * names end in the write-out's lanes per row). buf: host, cap chars. The tile name is ""
  * when !s->tile. */
 void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t cap);
@@ -114,14 +114,14 @@ const char *splat__kspec_template(splat__kop op);
  * allowed). Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
 
-/* The f32 R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (3xTF32 on
- * wgmma, one warpgroup per CTA) when it qualifies — f32, 4 warps, head_dim 64 or 128, 32-
- * or 64-key sub-tiles, shared memory within smem_optin (0: no limit). Returns 1 when it
+/* The R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (wgmma, 3xTF32
+ * for f32, one warpgroup per CTA) when it qualifies — 4 warps, head_dim 64 or 128, 64-key
+ * sub-tiles (or 32 for f32), shared memory within smem_optin (0: no limit). Returns 1 when it
  * did. splat__kspec_plan applies it for sm_90a. */
 int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin);
 
 /* SPLAT_SDDMM_WGMMA from the environment, applied to a plan's specs: 1 or unset keeps
- * them; 0 gives the f32 R-SDDMM the mma.sync tile kernel instead of sddmm_wgmma.cuh's
+ * them; 0 gives the R-SDDMM the mma.sync tile kernel instead of sddmm_wgmma.cuh's
  * (dropping the tile kernel if that one's shared memory exceeds smem_optin, 0: no limit);
  * any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
