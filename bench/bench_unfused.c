@@ -429,19 +429,18 @@ int main(int argc, char **argv) {
       "device: %s; batch 2, heads 16; times are medians of %d; ratio = cuSPARSE / splat in "
       "cuSPARSE's dtype\n",
       prop.name, t.repeat);
-  for (size_t si = 0; si < 4; si++) {
-    for (size_t qi = 0; qi < 2; qi++) {
-      for (size_t di = 0; di < 2; di++) {
-        config c = {specs[si], seqs[qi], 2, 16, dims[di]};
-        if (only_spec) c.spec = only_spec;
-        if (only_seq) c.seq = only_seq;
-        if (only_dim) c.dim = only_dim;
+  /* --spec, --seq, --head-dim: a spec of its own, else a filter of the default cases; a
+   * value given replaces that loop by itself, so each case runs once. */
+  const size_t nspec = only_spec ? 1 : 4, nseq = only_seq ? 1 : 2, ndim = only_dim ? 1 : 2;
+  for (size_t si = 0; si < nspec; si++) {
+    for (size_t qi = 0; qi < nseq; qi++) {
+      for (size_t di = 0; di < ndim; di++) {
+        config c = {only_spec ? only_spec : specs[si], only_seq ? only_seq : seqs[qi], 2, 16,
+                    only_dim ? only_dim : dims[di]};
         bench_case(&c, ctx, &t, json, prop.name);
-        if (only_spec && only_seq && only_dim) goto done;
       }
     }
   }
-done:
   printf("useful TFLOP/s (SDDMM, SpMM) = 2 x batch x heads x head_dim x nnz / time\n");
   if (json) fclose(json);
   splat_context_destroy(ctx);

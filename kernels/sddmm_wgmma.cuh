@@ -18,7 +18,8 @@
  * gather, the staging and the stores (and for f32 the split).
  *
  * Prelude: as sddmm.cuh, with SPLAT_WARPS = 4, SPLAT_HEAD_DIM a multiple of 64 (f16 /
- * bf16) or 32 (f32: whole 128-byte panels), SPLAT_KT 64 (or 32 for f32). */
+ * bf16) or 32 (f32: whole 128-byte panels), SPLAT_KT 64 (or 128 for f16 / bf16, 32 for
+ * f32). */
 
 #define SPLAT_SDDMM_WG 1
 #include "sddmm.cuh"
@@ -29,9 +30,9 @@
 #define SPLAT_WG_F32 (SPLAT_DT == SPLAT_F32)
 static_assert(SPLAT_WARPS == 4 &&
                   (SPLAT_WG_F32 ? SPLAT_HEAD_DIM % 32 == 0 && (SPLAT_KT == 32 || SPLAT_KT == 64)
-                                : SPLAT_HEAD_DIM % 64 == 0 && SPLAT_KT == 64),
+                                : SPLAT_HEAD_DIM % 64 == 0 && (SPLAT_KT == 64 || SPLAT_KT == 128)),
               "sddmm_wgmma.cuh: one warpgroup; f32: head_dim a multiple of 32, 32 or 64 keys; "
-              "f16 / bf16: head_dim a multiple of 64, 64 keys");
+              "f16 / bf16: head_dim a multiple of 64, 64 or 128 keys");
 
 #define SPLAT_ESZ (SPLAT_WG_F32 ? 4 : 2)                     /* bytes per Q / K element */
 #define SPLAT_EPC (16 / SPLAT_ESZ)                           /* elements per 16-byte chunk */

@@ -405,14 +405,18 @@ static void test_kernel_choice(void) {
   CHECK(sd->tile && !sd->wgmma);
   splat__kspec_plan(sp, SPLAT_F32, 32, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && !sd->wgmma);
-  /* f16 / bf16 on wgmma too: 1 KB slack + 3 K stages (64 keys x 128 B) + Q (64 rows of 72
-   * elements, as large as the 64 x 72 staging scores) + 3 tables of 64 rows + row ids; at
-   * head_dim 128, 2 stages of 64 x 256 B and Q rows of 136. 64-key sub-tiles only. */
+  /* f16 / bf16 on wgmma too. head_dim 64: 1 KB slack + 2 K stages of 128 keys x 128 B + the
+   * 64 x 136 staging scores (over Q's 64 rows of 72 elements) + 2 tables of 64 rows + row
+   * ids; 64-key sub-tiles in 3 stages where the key tile is not a multiple of 128. head_dim
+   * 128: 2 stages of 64 keys x 256 B and Q rows of 136. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->tile && sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3);
+  CHECK(sd->tile && sd->wgmma == SYNC && sd->kt == 128 && sd->stages == 2);
   splat__kspec_names(sd, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt64_s3_seg1_w2"), "%s", tile);
-  CHECK(splat__kspec_tile_smem(sd) == 1024 + 3 * 64 * 128 + 64 * 72 * 2 + 3 * 64 * 20 + 256);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg1_w2"), "%s", tile);
+  CHECK(splat__kspec_tile_smem(sd) == 1024 + 2 * 128 * 128 + 64 * 136 * 2 + 2 * 64 * 20 + 256);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 64, 64, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3 &&
+        splat__kspec_tile_smem(sd) == 1024 + 3 * 64 * 128 + 64 * 72 * 2 + 3 * 64 * 20 + 256);
   splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->wgmma == SYNC && sd->stages == 2 &&
         splat__kspec_tile_smem(sd) == 1024 + 2 * 64 * 256 + 64 * 136 * 2 + 2 * 64 * 20 + 256);

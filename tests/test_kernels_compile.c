@@ -151,9 +151,13 @@ int main(void) {
           w4.write_lanes = 4;
           add(&w4);
         }
-        /* The f32 R-SDDMM on wgmma (sm_90a only). */
+        /* The R-SDDMM on wgmma (sm_90a only); at 16-bit head_dim 64 also with the 64-key
+         * sub-tiles of key tiles of 64 (its default takes 128). */
         splat__kspec wf = s;
         if (splat__kspec_use_sddmm_wgmma(&wf, 0)) add_arch(&wf, "sm_90a");
+        splat__kspec wk = s;
+        wk.tile_k = 64;
+        if (wf.kt == 128 && splat__kspec_use_sddmm_wgmma(&wk, 0)) add_arch(&wk, "sm_90a");
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
          * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where
          * its default is 128. */

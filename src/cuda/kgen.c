@@ -224,12 +224,19 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
   /* One warpgroup a CTA; head_dim 64 or 128. f32: whole 128-byte panels, a row's 16-byte
    * chunks dividing the 128 threads (each thread splits the same column of chunks it
    * gathered; head_dim 96's 24 chunks do not), Q's hi / lo registers within budget; 32- or
-   * 64-key sub-tiles. f16 / bf16: 64-key sub-tiles (wgmma m64n64k16). */
+   * 64-key sub-tiles. f16 / bf16: 64- or 128-key sub-tiles (wgmma m64n64k16, m64n128k16). */
   const int f32 = s->dt == SPLAT_F32;
   if (s->op != SPLAT__KOP_SDDMM || !s->tile || s->warps != 4 ||
       (s->head_dim != 64 && s->head_dim != 128) || (s->kt != 64 && !(f32 && s->kt == 32)))
     return 0;
   s->wgmma = SPLAT__WGMMA_SYNC;
+  /* 16-bit at head_dim 64: 128-key sub-tiles in 2 stages where the key tile allows (half
+   * the sub-tiles' fixed costs; 54 KB and 127 registers, 4 CTAs an SM): 1.03-1.10x over 64
+   * keys in 3 stages; at head_dim 128 they were 0.88x (bench/NOTES.md v13.1). */
+  if (!f32 && s->head_dim == 64 && s->tile_k % 128 == 0) {
+    s->kt = 128;
+    s->stages = 2;
+  }
   if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
     s->wgmma = SPLAT__WGMMA_NONE;
     return 0;
@@ -239,9 +246,8 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
 
 splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
   int on;
-  splat_status st =
-      splat__env_switch("SPLAT_SDDMM_WGMMA", "the R-SDDMM on wgmma on sm_90a",
-                        "the R-SDDMM on mma.sync, the portable kernel", &on);
+  splat_status st = splat__env_switch("SPLAT_SDDMM_WGMMA", "the R-SDDMM on wgmma on sm_90a",
+                                      "the R-SDDMM on mma.sync, the portable kernel", &on);
   splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
   if (st != SPLAT_OK || on || !s->wgmma) return st;
   s->wgmma = SPLAT__WGMMA_NONE;
