@@ -121,6 +121,34 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
   }
 }
 
+/* The 16-byte chunk of staged scores from staging entry s0 on (any s0: 16-bit scores at an
+ * odd entry take 4-byte shared loads of 5 words, each output word the middle halves of two,
+ * PRMT). */
+SPLAT_DEV uint4 splat_sddmm_chunk(const unsigned char *wo, int s0) {
+  uint4 v;
+#if SPLAT_SDT == SPLAT_F32
+  v.x = splat_sddmm_staged(wo, s0);
+  v.y = splat_sddmm_staged(wo, s0 + 1);
+  v.z = splat_sddmm_staged(wo, s0 + 2);
+  v.w = splat_sddmm_staged(wo, s0 + 3);
+#else
+  const uint32_t *w32 = (const uint32_t *)wo + (s0 >> 1);
+  if ((s0 & 1) == 0) {
+    v.x = w32[0];
+    v.y = w32[1];
+    v.z = w32[2];
+    v.w = w32[3];
+  } else {
+    const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3], u4 = w32[4];
+    v.x = __byte_perm(u0, u1, 0x5432);
+    v.y = __byte_perm(u1, u2, 0x5432);
+    v.z = __byte_perm(u2, u3, 0x5432);
+    v.w = __byte_perm(u3, u4, 0x5432);
+  }
+#endif
+  return v;
+}
+
 static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
               "SPLAT_WLPR: lanes per row of the write-out, 2, 4 or 8");
 
@@ -173,40 +201,26 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
           const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
           uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
-          const int nch = (mis + len + SPLAT_OV - 1) >> SPLAT_OVS;
-          for (int k = sub; k < nch; k += SPLAT_WLPR) {
-            const int e0 = (k << SPLAT_OVS) - mis, s0 = src + e0;
-            if (e0 >= 0 && e0 + SPLAT_OV <= len) {
-              uint4 v;
-#if SPLAT_SDT == SPLAT_F32
-              v.x = splat_sddmm_staged(wo, s0);
-              v.y = splat_sddmm_staged(wo, s0 + 1);
-              v.z = splat_sddmm_staged(wo, s0 + 2);
-              v.w = splat_sddmm_staged(wo, s0 + 3);
-#else
-              /* 4-byte shared loads: 4 words when s0 is even, else 5 words from
-               * s0 - 1, each output word the middle halves of two (PRMT). */
-              const uint32_t *w32 = (const uint32_t *)wo + (s0 >> 1);
-              if ((s0 & 1) == 0) {
-                v.x = w32[0];
-                v.y = w32[1];
-                v.z = w32[2];
-                v.w = w32[3];
-              } else {
-                const uint32_t u0 = w32[0], u1 = w32[1], u2 = w32[2], u3 = w32[3], u4 = w32[4];
-                v.x = __byte_perm(u0, u1, 0x5432);
-                v.y = __byte_perm(u1, u2, 0x5432);
-                v.z = __byte_perm(u2, u3, 0x5432);
-                v.w = __byte_perm(u3, u4, 0x5432);
-              }
-#endif
-              cbase[k] = v;
-            } else {
+          /* Whole chunks [kf0, kf1) by all SPLAT_WLPR lanes, unrolled by 2 so two chunks'
+           * shared loads are in flight before their stores (1.03-1.07x at head_dim 64 over
+           * one loop testing every chunk, bench/NOTES.md v13.2); the partial chunks at the
+           * two ends (head: chunk 0 when mis > 0; tail: chunk kf1 when the range ends inside
+           * it; one chunk when both) element by element, by lanes 0 and 1. */
+          const int kf0 = mis > 0, kf1 = (mis + len) >> SPLAT_OVS;
+          const int src0 = src - mis;
+#pragma unroll 2
+          for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
+            cbase[k] = splat_sddmm_chunk(wo, src0 + (k << SPLAT_OVS));
+          const bool tail = ((mis + len) & (SPLAT_OV - 1)) != 0;
+          const int kp = sub == 0 && mis > 0                         ? 0
+                         : sub == 1 && tail && (kf1 > 0 || mis == 0) ? kf1
+                                                                     : -1;
+          if (kp >= 0) {
+            const int e0 = (kp << SPLAT_OVS) - mis, s0 = src + e0;
 #pragma unroll
-              for (int k2 = 0; k2 < SPLAT_OV; k2++) {
-                const int e = e0 + k2;
-                if (e >= 0 && e < len) splat_sddmm_put(d, e, splat_sddmm_staged(wo, s0 + k2));
-              }
+            for (int k2 = 0; k2 < SPLAT_OV; k2++) {
+              const int e = e0 + k2;
+              if (e >= 0 && e < len) splat_sddmm_put(d, e, splat_sddmm_staged(wo, s0 + k2));
             }
           }
         } else {
