@@ -4,7 +4,8 @@
     python3 python/tests/gpu_check.py [--quick] [--out DIR]
 
 Runs splat.torch.attention (eager, on the current and on a side stream, one plan on two
-streams at once, and under torch.compile with inductor) and splat.jax.attention (jit, vmap) on CUDA for specs of
+streams at once, and under torch.compile with inductor), splat.jax.attention (jit, vmap;
+jax.grad refused) and splat.jax's unfused sddmm -> softmax -> spmm (jit) on CUDA for specs of
 DESIGN.md §2 at awkward sizes, dtypes f32/f16/bf16 and head_dim 64/128, against the
 float64 reference of python/tests/reference.py (masks from brute-force predicates).
 Outputs are poisoned with NaN first (freed NaN-filled blocks are what the allocator
@@ -216,6 +217,32 @@ def check_case(spec, pat, mask, seq_q, seq_k, d, dname, torch, st, jax, jnp, sj)
         except Exception as exc:
             traceback.print_exc()
             failed(spec, shape, d, dname, "jax jit", exc)
+        unfused_case(spec, pat, mask, shape, d, dname, qr, kr, want, jax, jnp, sj, Qj, Kj, Vj)
+
+
+def unfused_case(spec, pat, mask, shape, d, dname, qr, kr, want, jax, jnp, sj, Qj, Kj, Vj):
+    """splat.jax's unfused ops under jit: the R-SDDMM's scores at the mask's entries against
+    scale Q K^T in float64 (padding entries are unspecified: not compared), then
+    softmax -> R-SpMM against the attention reference. Both round scores (and the pipeline
+    its probabilities) to the dtype, so the bound is reference.py's GPU tolerance."""
+    try:
+        scores = jax.jit(lambda a, b: sj.sddmm(a, b, pat))(Qj, Kj)
+        group = qr.shape[1] // kr.shape[1]
+        dense = np.einsum("bhid,bhjd->bhij", qr, np.repeat(kr, group, axis=1)) / np.sqrt(d)
+        width = pat.row_width
+        want_s = ref.to_values(dense, mask, width)
+        valid = np.zeros(want_s.shape[-2:], dtype=bool)
+        for i, cols in enumerate(ref.columns(mask)):
+            valid[i, : len(cols)] = True
+        got = np.asarray(scores.astype(jnp.float32)).astype(np.float64)
+        record(spec, shape, d, dname, "jax sddmm", ref.max_error(np.where(valid, got, want_s), want_s),
+               ref.GPU_TOLERANCE[dname])
+        out = jax.jit(lambda s, c: sj.spmm(sj.softmax(s, pat), c, pat))(scores, Vj)
+        record(spec, shape, d, dname, "jax unfused", ref.max_error(np.asarray(out.astype(jnp.float32)), want),
+               ref.GPU_TOLERANCE[dname])
+    except Exception as exc:
+        traceback.print_exc()
+        failed(spec, shape, d, dname, "jax unfused", exc)
 
 
 def compiled_cases(torch, st):
@@ -291,6 +318,18 @@ def vmap_case(jax, sj):
     except Exception as exc:
         traceback.print_exc()
         failed(spec, "97x61", 64, "float32", "jax vmap", exc)
+    # The ops are forward-only: jax.grad through one is refused with splat.Error naming it.
+    try:
+        q1 = jax.device_put(qs[0], jax.devices(JDEV)[0])
+        try:
+            jax.grad(lambda a: sj.attention(a, k, v, pat).sum())(q1)
+            raise AssertionError("jax.grad through splat.jax.attention did not raise")
+        except splat.Error as exc:
+            assert "forward-only" in str(exc), str(exc)
+        record(spec, "97x61", 64, "float32", "jax grad refused", 0.0, 0.0)
+    except Exception as exc:
+        traceback.print_exc()
+        failed(spec, "97x61", 64, "float32", "jax grad refused", exc)
 
 
 if __name__ == "__main__":
