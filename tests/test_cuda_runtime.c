@@ -414,6 +414,12 @@ static void test_kernel_choice(void) {
   splat__kspec_names(sd, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg1_w2"), "%s", tile);
   CHECK(splat__kspec_tile_smem(sd) == 1024 + 2 * 128 * 128 + 64 * 136 * 2 + 2 * 64 * 20 + 256);
+  CHECK(splat__kspec_use_sddmm_wgmma(sd, 0) == 1 && sd->kt == 128); /* already converted */
+  /* SPLAT_SDDMM_WGMMA=0 gives the mma.sync kernel its own 64-key sub-tiles in 3 stages. */
+  setenv("SPLAT_SDDMM_WGMMA", "0", 1);
+  CHECK(splat__kspec_env_sddmm(sp, 0) == SPLAT_OK && sd->tile && !sd->wgmma && sd->kt == 64 &&
+        sd->stages == 3);
+  unsetenv("SPLAT_SDDMM_WGMMA");
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 64, 64, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3 &&
         splat__kspec_tile_smem(sd) == 1024 + 3 * 64 * 128 + 64 * 72 * 2 + 3 * 64 * 20 + 256);

@@ -52,6 +52,18 @@ const char *splat__kspec_template(splat__kop op) {
   }
 }
 
+/* The key sub-tile and stages of the portable (mma.sync) tile kernels of SDDMM and SpMM:
+ * 64 keys (32 above head_dim 128, and for f32 above 64), halved until they divide the key
+ * tile; 3 stages for 16-bit inputs, 2 for f32 and for the 16-bit R-SDDMM above head_dim 64
+ * (3 CTAs an SM instead of 2: 64 KB each at head_dim 128, 1.14-1.19x on an H200,
+ * bench/NOTES.md v12). */
+static void portable_sub_tiles(splat__kspec *s) {
+  int kt = s->head_dim > 128 || (s->dt == SPLAT_F32 && s->head_dim > 64) ? 32 : 64;
+  while (s->tile_k % kt) kt /= 2;
+  s->kt = kt;
+  s->stages = s->dt == SPLAT_F32 || (s->op == SPLAT__KOP_SDDMM && s->head_dim > 64) ? 2 : 3;
+}
+
 void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
                        splat_dtype pdt, int head_dim, int max_segs, int tile_q, int tile_k) {
   memset(s, 0, sizeof *s);
@@ -67,24 +79,19 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
    * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q
-   * allows, so 2-4 CTAs share an SM and hide each other's latency; 16-bit inputs use a 3-stage
-   * ring, f32 2 stages with 32-key sub-tiles above head_dim 64 (shared memory). The 16-bit
-   * R-SDDMM above head_dim 64 takes 2 stages: 3 CTAs an SM instead of 2 (64 KB each at
-   * head_dim 128), 1.14-1.19x on an H200 (bench/NOTES.md v12). */
+   * allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and stages:
+   * portable_sub_tiles). */
   const int tile_op = (op == SPLAT__KOP_SDDMM) ||
                       ((op == SPLAT__KOP_SPMM || op == SPLAT__KOP_ATTENTION) && dt != SPLAT_F32);
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
       tile_k % 16 == 0) {
     s->tile = 1;
     s->warps = tile_q % 64 == 0 ? 4 : tile_q / 16;
-    int kt = head_dim > 128 || (dt == SPLAT_F32 && head_dim > 64) ? 32 : 64;
-    while (tile_k % kt) kt /= 2;
-    s->kt = kt;
-    s->stages = dt == SPLAT_F32 || (op == SPLAT__KOP_SDDMM && head_dim > 64) ? 2 : 3;
+    portable_sub_tiles(s);
     /* Fused attention: 64-key sub-tiles carrying K and V; 3 stages up to head_dim 64,
      * 2 above (shared memory: 2 CTAs per SM at head_dim 128). */
     if (op == SPLAT__KOP_ATTENTION) {
-      kt = 64;
+      int kt = 64;
       while (tile_k % kt) kt /= 2;
       s->kt = kt;
       s->stages = head_dim <= 64 ? 3 : 2;
@@ -226,6 +233,7 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
    * gathered; head_dim 96's 24 chunks do not), Q's hi / lo registers within budget; 32- or
    * 64-key sub-tiles. f16 / bf16: 64- or 128-key sub-tiles (wgmma m64n64k16, m64n128k16). */
   const int f32 = s->dt == SPLAT_F32;
+  if (s->op == SPLAT__KOP_SDDMM && s->wgmma) return 1; /* already */
   if (s->op != SPLAT__KOP_SDDMM || !s->tile || s->warps != 4 ||
       (s->head_dim != 64 && s->head_dim != 128) || (s->kt != 64 && !(f32 && s->kt == 32)))
     return 0;
@@ -239,6 +247,7 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
   }
   if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
     s->wgmma = SPLAT__WGMMA_NONE;
+    portable_sub_tiles(s);
     return 0;
   }
   return 1;
@@ -251,6 +260,7 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
   splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
   if (st != SPLAT_OK || on || !s->wgmma) return st;
   s->wgmma = SPLAT__WGMMA_NONE;
+  portable_sub_tiles(s); /* the portable kernel's own sub-tiles (not wgmma's 128 keys) */
   if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   return SPLAT_OK;
 }

@@ -116,12 +116,14 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
 
 /* The R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (wgmma, 3xTF32
  * for f32, one warpgroup per CTA) when it qualifies — 4 warps, head_dim 64 or 128, 64-key
- * sub-tiles (or 32 for f32), shared memory within smem_optin (0: no limit). Returns 1 when it
- * did. splat__kspec_plan applies it for sm_90a. */
+ * sub-tiles (or 32 for f32), shared memory within smem_optin (0: no limit); 16-bit inputs
+ * at head_dim 64 then take 128-key sub-tiles in 2 stages where tile_k allows. Returns 1 when
+ * it did (or the spec already was). splat__kspec_plan applies it for sm_90a. */
 int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin);
 
 /* SPLAT_SDDMM_WGMMA from the environment, applied to a plan's specs: 1 or unset keeps
- * them; 0 gives the R-SDDMM the mma.sync tile kernel instead of sddmm_wgmma.cuh's
+ * them; 0 gives the R-SDDMM the mma.sync tile kernel, with its own key sub-tiles and stages,
+ * instead of sddmm_wgmma.cuh's
  * (dropping the tile kernel if that one's shared memory exceeds smem_optin, 0: no limit);
  * any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
