@@ -184,6 +184,8 @@ def _array(x: Any, what: str) -> Tuple[np.ndarray, int]:
     arr = np.asarray(x)
     check_4d(arr.shape, what)
     code = _lib.dtype_code(arr.dtype.name, what)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))  # byte-swapped ('>f4' here): a native copy
     if any(s % arr.itemsize for s in arr.strides):
         arr = np.ascontiguousarray(arr)  # byte strides that are not whole elements
     return arr, code

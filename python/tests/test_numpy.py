@@ -192,6 +192,26 @@ def test_any_strides(rng):
     ref.assert_close(out, want, "float32", "strided")
 
 
+def test_byte_swapped_inputs_are_read_as_their_values(rng):
+    """Arrays in the other byte order ('>f4' on a little-endian machine) give the results of
+    their values, in native-order outputs (they were read as native floats)."""
+    S, D = 33, 8
+    mask = ref.mask_of(ref.causal(), S, S)
+    for native in (np.float32, np.float16):
+        q, k, v = (randn(rng, (1, 2, S, D), native) for _ in range(3))
+        qs, ks, vs = (x.astype(x.dtype.newbyteorder()) for x in (q, k, v))
+        assert not qs.dtype.isnative and np.array_equal(qs, q)
+        out = splat.attention(qs, ks, vs, "causal")
+        assert out.dtype == np.dtype(native) and out.dtype.isnative
+        np.testing.assert_array_equal(out, splat.attention(q, k, v, "causal"))
+        ref.assert_close(out, ref.attention(q, k, v, mask)[0], np.dtype(native).name, "byte-swapped")
+        scores = splat.sddmm(qs, ks, "causal")
+        np.testing.assert_array_equal(scores, splat.sddmm(q, k, "causal"))
+        probs = splat.softmax(scores.astype(scores.dtype.newbyteorder()), "causal")
+        np.testing.assert_array_equal(probs, splat.softmax(scores, "causal"))
+        np.testing.assert_array_equal(splat.spmm(probs, vs, "causal"), splat.spmm(probs, v, "causal"))
+
+
 def test_string_pattern_and_scale(rng):
     q, k, v = (randn(rng, (1, 2, 40, 8), np.float32) for _ in range(3))
     out = splat.attention(q, k, v, "causal", scale=0.5)

@@ -196,6 +196,16 @@ splat_status splat__npy_load(const char *path, const char *who, splat__bitmask *
   st = parse_header(who, path, header, &kind, &fortran, shape);
   if (st != SPLAT_OK) goto out;
   const int64_t rows = shape[0], cols = shape[1];
+  /* A regular file shorter than its header's shape is truncated: said before the mask is
+   * allocated (a header of a huge shape over a few bytes is not an out-of-memory). */
+  const long pos = ftell(f);
+  if (cols > 0 && pos >= 0 && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+      (uint64_t)rows > (uint64_t)(sb.st_size > pos ? sb.st_size - pos : 0) / (uint64_t)cols) {
+    st = splat__fail(SPLAT_ERR_IO, "%s: '%s' is truncated: expected %lld data bytes, it has %lld",
+                     who, path, (long long)(rows * cols),
+                     (long long)(sb.st_size > pos ? sb.st_size - pos : 0));
+    goto out;
+  }
   m = splat__bitmask_new(rows, cols);
   /* One line of the file at a time: a row (C order) or a column (Fortran order). */
   const int64_t lines = fortran ? cols : rows, len = fortran ? rows : cols;
