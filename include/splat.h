@@ -125,7 +125,9 @@ SPLAT_API void splat_context_destroy(splat_context *ctx);
 SPLAT_API splat_backend splat_context_backend(const splat_context *ctx);
 
 /* Which backends this process can use. `why_not_cuda`: host buffer of `cap` chars
- * (may be NULL when cap is 0) receiving the reason CUDA is unusable, or "" when it is. */
+ * (may be NULL when cap is 0) receiving the reason CUDA is unusable, or "" when it is.
+ * A bad $SPLAT_NUM_THREADS returns SPLAT_ERR_INVALID_ARGUMENT naming it, with cpu_threads 0
+ * and every other field filled in. */
 typedef struct splat_environment {
   int cpu_threads;                      /* worker threads a default CPU context uses */
   int cuda_available;                   /* 1 when a driver and at least one device were found */

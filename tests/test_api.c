@@ -64,6 +64,11 @@ static void test_context(void) {
   setenv("SPLAT_NUM_THREADS", "abc", 1);
   CHECK(splat_context_create(&two, &ctx) == SPLAT_OK);
   splat_context_destroy(ctx);
+  /* The environment query names the variable after filling in the rest (here: no CUDA). */
+  char why_env[256] = "x";
+  CHECK(splat_environment_query(&e, why_env, sizeof why_env) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(contains(splat_last_error(NULL), "SPLAT_NUM_THREADS=abc"), "%s", splat_last_error(NULL));
+  CHECK(e.cpu_threads == 0 && (e.cuda_available ? why_env[0] == '\0' : why_env[0] != '\0'));
   unsetenv("SPLAT_NUM_THREADS");
 
   /* CUDA: either a clear NO_DEVICE (no driver here) or, with a GPU, UNSUPPORTED until

@@ -64,6 +64,7 @@ contains "$tmp/out" "check: .*OK"; check "long sparse run checks itself" $?
 "$SPLAT" run --seed 18446744073709551615 >"$tmp/out" 2>&1; test $? -eq 2; check "run --seed past int64 exits 2" $?
 SPLAT_NUM_THREADS=abc "$SPLAT" env >"$tmp/out" 2>&1; test $? -ne 0; check "env with a bad SPLAT_NUM_THREADS fails" $?
 contains "$tmp/out" "SPLAT_NUM_THREADS=abc"; check "a bad SPLAT_NUM_THREADS is named" $?
+contains "$tmp/out" "nvrtc:"; check "env with a bad SPLAT_NUM_THREADS still reports the rest" $?
 "$SPLAT" run --spec --seq 64 >"$tmp/out" 2>&1; test $? -eq 2; check "run --spec with no pattern exits 2" $?
 contains "$tmp/out" "spec needs a pattern"; check "a missing --spec pattern is named" $?
 "$SPLAT" run --dtype int4 >"$tmp/out" 2>&1; test $? -eq 2; check "run --dtype int4 exits 2" $?

@@ -812,10 +812,17 @@ static int cmd_env(int argc, char **argv) {
   }
   splat_environment env;
   char why[512];
-  splat_status st = splat_environment_query(&env, why, sizeof why);
-  if (st != SPLAT_OK) return fail("splat_environment_query", st, NULL);
+  /* A bad SPLAT_NUM_THREADS: reported on the cpu line, the rest still printed, exit 1. */
+  const splat_status st = splat_environment_query(&env, why, sizeof why);
+  char bad[512] = "";
+  if (st != SPLAT_OK && st != SPLAT_ERR_INVALID_ARGUMENT)
+    return fail("splat_environment_query", st, NULL);
+  if (st != SPLAT_OK) snprintf(bad, sizeof bad, "%s", splat_last_error(NULL));
   printf("splat %s\n", splat_version());
-  printf("cpu:   available, %d threads (SPLAT_NUM_THREADS overrides)\n", env.cpu_threads);
+  if (st != SPLAT_OK)
+    printf("cpu:   unusable by default contexts: %s\n", bad);
+  else
+    printf("cpu:   available, %d threads (SPLAT_NUM_THREADS overrides)\n", env.cpu_threads);
   if (env.cuda_available) {
     printf("cuda:  driver %d.%d, %d device(s); device 0: %s (sm_%d%d)\n",
            env.cuda_driver_version / 1000, env.cuda_driver_version % 1000 / 10, env.cuda_devices,
@@ -827,7 +834,7 @@ static int cmd_env(int argc, char **argv) {
     printf("nvrtc: %d.%d\n", env.nvrtc_version / 1000, env.nvrtc_version % 1000 / 10);
   else
     printf("nvrtc: not found (dlopen of libnvrtc.so failed)\n");
-  return 0;
+  return st == SPLAT_OK ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

@@ -40,15 +40,18 @@ const char *splat_last_error(const splat_context *ctx) {
 splat_status splat_environment_query(splat_environment *out, char *why_not_cuda, size_t cap) {
   if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_environment_query: out is NULL");
   memset(out, 0, sizeof *out);
-  splat_status st = default_threads("splat_environment_query", &out->cpu_threads);
-  if (st != SPLAT_OK) return st;
+  /* A bad SPLAT_NUM_THREADS is the status, after the rest is filled in (a diagnostic such
+   * as `splat env` still reports CUDA and NVRTC); its message is kept across the probe. */
+  char bad[512] = "";
+  const splat_status st = default_threads("splat_environment_query", &out->cpu_threads);
+  if (st != SPLAT_OK) snprintf(bad, sizeof bad, "%s", splat__thread_error());
   char local[512];
   if (splat__cuda_probe(out, local, sizeof local) != SPLAT_OK) {
     if (why_not_cuda && cap) snprintf(why_not_cuda, cap, "%s", local);
   } else if (why_not_cuda && cap) {
     why_not_cuda[0] = '\0';
   }
-  return SPLAT_OK;
+  return st == SPLAT_OK ? SPLAT_OK : splat__fail(st, "%s", bad);
 }
 
 splat_status splat_context_create(const splat_context_options *options, splat_context **out) {
