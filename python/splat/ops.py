@@ -142,6 +142,11 @@ def float32_scale(scale: Any) -> float:
     scalar, a 0-d array, a jax or torch scalar), finite in float32."""
     if isinstance(scale, (bool, np.bool_, str, bytes, complex, np.complexfloating)) or getattr(scale, "ndim", 0):
         raise invalid(f"scale={scale!r} must be a real number")
+    if "Tracer" in type(scale).__name__:  # a value traced by jax.jit / vmap / grad
+        raise invalid(
+            f"scale={scale!r} is a traced JAX value; the kernels take the scale as a constant: pass a "
+            "Python or numpy number (under jax.jit, close over it or mark the argument static)"
+        )
     try:
         value = float(scale)
     except (TypeError, ValueError):

@@ -77,6 +77,10 @@ def test_jit_and_scale(rng):
     g = jax.jit(lambda a: jnp.sum(sj.attention(a * 2, a, a, "dense") ** 2))
     want_d, _ = ref.attention(2 * q, q, q, np.ones((97, 97), bool))
     assert abs(float(g(q)) - float((want_d**2).sum())) < 1e-3 * float((want_d**2).sum())
+    # a traced scale is refused with a sentence that says what to do
+    h = jax.jit(lambda a, s: sj.attention(a, a, a, pat, scale=s))
+    with pytest.raises(splat.Error, match="traced JAX value.*static"):
+        h(q, 0.25)
 
 
 def test_vmap(rng):
