@@ -81,7 +81,7 @@ contains "$tmp/out" "sm_80 or newer"; check "codegen names the oldest target" $?
 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op sddmm --source-only >"$tmp/out" 2>&1
 check "codegen --source-only exits 0" $?
 contains "$tmp/out" "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128"; check "codegen source names the kernel (sm_90a: wgmma)" $?
-"$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op sddmm --arch sm_80 --source-only >"$tmp/out" 2>&1
+"$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bfloat16 --op sddmm --arch sm_80 --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_sddmm_tile_bf16_v_bf16_d64"; check "codegen source names the kernel (sm_80: mma.sync)" $?
 SPLAT_CACHE_DIR="$tmp/kcache" "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype f32 --op softmax >"$tmp/out" 2>&1
 if [ $? -eq 0 ]; then

@@ -610,14 +610,13 @@ static int cmd_codegen(int argc, char **argv) {
         return 2;
       }
       if (!strcmp(a, "--dtype")) {
-        dtype = !strcmp(v, "f32")    ? SPLAT_F32
-                : !strcmp(v, "f16")  ? SPLAT_F16
-                : !strcmp(v, "bf16") ? SPLAT_BF16
-                                     : -2;
-        if (dtype == -2) {
+        /* The names `splat run` takes (splat_dtype_parse: f16, float16, half, ...). */
+        splat_dtype parsed;
+        if (splat_dtype_parse(v, &parsed) != SPLAT_OK) {
           fprintf(stderr, "splat codegen: --dtype expects f32, f16 or bf16, got '%s'\n", v);
           return 2;
         }
+        dtype = (int)parsed;
       } else if (!strcmp(a, "--arch")) {
         /* sm_XY, sm_XYa or sm_XYf with XY >= 80: the kernels use cp.async, bf16, ldmatrix */
         char *end = NULL;
