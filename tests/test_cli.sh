@@ -62,6 +62,8 @@ contains "$tmp/out" "check: .*on 3 (batch, head) slice(s).*OK"; check "grouped-q
 check "long sparse run exits 0" $?
 contains "$tmp/out" "check: .*OK"; check "long sparse run checks itself" $?
 "$SPLAT" run --seed 18446744073709551615 >"$tmp/out" 2>&1; test $? -eq 2; check "run --seed past int64 exits 2" $?
+"$SPLAT" version extra >"$tmp/out" 2>&1; test $? -eq 2; check "version with an argument exits 2" $?
+contains "$tmp/out" "unexpected argument 'extra'"; check "version names the stray argument" $?
 SPLAT_NUM_THREADS=abc "$SPLAT" env >"$tmp/out" 2>&1; test $? -ne 0; check "env with a bad SPLAT_NUM_THREADS fails" $?
 contains "$tmp/out" "SPLAT_NUM_THREADS=abc"; check "a bad SPLAT_NUM_THREADS is named" $?
 contains "$tmp/out" "nvrtc:"; check "env with a bad SPLAT_NUM_THREADS still reports the rest" $?

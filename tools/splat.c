@@ -849,6 +849,10 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
   if (!strcmp(cmd, "codegen")) return cmd_codegen(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    if (argc > 2) {
+      fprintf(stderr, "splat version: unexpected argument '%s'\n", argv[2]);
+      return 2;
+    }
     printf("splat %s\n", splat_version());
     return 0;
   }
