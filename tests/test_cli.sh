@@ -62,6 +62,9 @@ contains "$tmp/out" "check: .*on 3 (batch, head) slice(s).*OK"; check "grouped-q
 check "long sparse run exits 0" $?
 contains "$tmp/out" "check: .*OK"; check "long sparse run checks itself" $?
 "$SPLAT" run --seed 18446744073709551615 >"$tmp/out" 2>&1; test $? -eq 2; check "run --seed past int64 exits 2" $?
+SPLAT_LOG_LEVEL=loud "$SPLAT" run --spec "window(8)" --seq 64 --batch 1 --heads 1 >"$tmp/out" 2>&1
+check "run with an unknown SPLAT_LOG_LEVEL still runs" $?
+contains "$tmp/out" "SPLAT_LOG_LEVEL=loud unknown"; check "an unknown SPLAT_LOG_LEVEL is said once" $?
 "$SPLAT" version extra >"$tmp/out" 2>&1; test $? -eq 2; check "version with an argument exits 2" $?
 contains "$tmp/out" "unexpected argument 'extra'"; check "version names the stray argument" $?
 SPLAT_NUM_THREADS=abc "$SPLAT" env >"$tmp/out" 2>&1; test $? -ne 0; check "env with a bad SPLAT_NUM_THREADS fails" $?

@@ -21,9 +21,20 @@ static void read_threshold(void) {
     return;
   }
   for (int i = 0; i < 5; i++) {
-    if (!strcasecmp(env, names[i])) threshold = (splat__log_level)i;
+    if (!strcasecmp(env, names[i])) {
+      threshold = (splat__log_level)i;
+      return;
+    }
   }
-  if (!strcasecmp(env, "warning")) threshold = SPLAT__LOG_WARN;
+  if (!strcasecmp(env, "warning")) {
+    threshold = SPLAT__LOG_WARN;
+    return;
+  }
+  /* Whoever set it wants diagnostics: say once that this value gives none. */
+  fprintf(stderr,
+          "splat: SPLAT_LOG_LEVEL=%s unknown: use off, error, warn, info, debug or 0-4; logging "
+          "stays off\n",
+          env);
 }
 
 splat__log_level splat__log_threshold(void) {
