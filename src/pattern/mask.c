@@ -201,8 +201,10 @@ splat_status splat__npy_load(const char *path, const char *who, splat__bitmask *
   const long pos = ftell(f);
   if (cols > 0 && pos >= 0 && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) &&
       (uint64_t)rows > (uint64_t)(sb.st_size > pos ? sb.st_size - pos : 0) / (uint64_t)cols) {
-    st = splat__fail(SPLAT_ERR_IO, "%s: '%s' is truncated: expected %lld data bytes, it has %lld",
-                     who, path, (long long)(rows * cols),
+    /* rows x cols, not their product: each is at most 2^40, the product may not fit */
+    st = splat__fail(SPLAT_ERR_IO,
+                     "%s: '%s' is truncated: expected %lld x %lld data bytes, it has %lld", who,
+                     path, (long long)rows, (long long)cols,
                      (long long)(sb.st_size > pos ? sb.st_size - pos : 0));
     goto out;
   }
