@@ -88,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_pipe pipe = {0, 0, 0};
     auto issue = [&]() {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, nrows, nsub, sRow, sIv, sNiv,
+          pipe, P.pat, tile, P.pat.runs + tile.run_begin, nrows, nsub, sRow, sIv, sNiv,
           [&](const splat_dev_run &run, int64_t g0, int s) {
             uint16_t *sk = sKV + s * 2 * SPLAT_KT * SPLAT_LD, *sv = sk + SPLAT_KT * SPLAT_LD;
             splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(

@@ -53,20 +53,35 @@ typedef struct splat_pipe {
 } splat_pipe;
 
 /* Issues the next sub-tile of `tile` (rows sRow[0..nrows), nsub sub-tiles of KT keys
- * per key tile of a run). load(run, g0, stage): gathers gathered indices
- * [g0, g0 + KT) of run into ring stage `stage`. sIv, sNiv: STAGES x TQ tables. */
+ * per key tile of a run; runs: the tile's runs, pat.runs + tile.run_begin or a copy in
+ * shared memory). load(run, g0, stage): gathers gathered indices [g0, g0 + KT) of run into
+ * ring stage `stage`. sIv, sNiv: STAGES x TQ tables; a run of the previous run's group
+ * copies that run's tables (each thread its own row's, which it built) instead of reading
+ * the row's segments again. */
 template <int TQ, int STAGES, int KT, class Load>
 SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
-                                const splat_dev_tile &tile, int nrows, int nsub, const int *sRow,
-                                splat_ival *sIv, int *sNiv, const Load &load) {
+                                const splat_dev_tile &tile, const splat_dev_run *runs, int nrows,
+                                int nsub, const int *sRow, splat_ival *sIv, int *sNiv,
+                                const Load &load) {
   if (q.li < tile.nruns) {
-    const splat_dev_run run = pat.runs[tile.run_begin + q.li];
+    const splat_dev_run run = runs[q.li];
     if (q.ls == 0 && threadIdx.x < TQ) {
       const int r = threadIdx.x, tb = q.li % STAGES;
-      sNiv[tb * TQ + r] = r < nrows
-                              ? splat_row_intervals(pat, sRow[r], run.phase, run.stride, run.width,
-                                                    sIv + (tb * TQ + r) * SPLAT_MAX_SEGS)
-                              : 0;
+      splat_ival *iv = sIv + (tb * TQ + r) * SPLAT_MAX_SEGS;
+      bool same = false;
+      if (q.li > 0 && STAGES > 1) {
+        const splat_dev_run pr = runs[q.li - 1];
+        same = pr.phase == run.phase && pr.stride == run.stride && pr.width == run.width;
+      }
+      if (same) {
+        const int pb = (q.li - 1) % STAGES, n = sNiv[pb * TQ + r];
+        const splat_ival *pv = sIv + (pb * TQ + r) * SPLAT_MAX_SEGS;
+        for (int k = 0; k < n; k++) iv[k] = pv[k];
+        sNiv[tb * TQ + r] = n;
+      } else {
+        sNiv[tb * TQ + r] =
+            r < nrows ? splat_row_intervals(pat, sRow[r], run.phase, run.stride, run.width, iv) : 0;
+      }
     }
     load(run, (int64_t)run.base + (int64_t)q.ls * KT, q.issued % STAGES);
     if (++q.ls == run.ntiles * nsub) {

@@ -24,8 +24,8 @@
  * Prelude: SPLAT_DT (Q, K), SPLAT_SDT (scores), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
  * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, SPLAT_WLPR (tile program only: lanes
  * per row of the score write-out: 2, or 4 for plans with regrouped rows; kgen.h
- * splat__kspec_write_lanes), the kernel names, and SPLAT_NO_TILE (the row kernel's program)
- * or SPLAT_NO_ROWS (the tile kernel's). */
+ * splat__kspec_write_lanes), SPLAT_SDDMM_BULK (tile program only, below), the kernel names,
+ * and SPLAT_NO_TILE (the row kernel's program) or SPLAT_NO_ROWS (the tile kernel's). */
 
 #include "common.cuh"
 #include "pipeline.cuh"
@@ -74,16 +74,33 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 
 /* Shared by the tile kernels (this file's mma.sync one, sddmm_wgmma.cuh's): a CTA of
  * SPLAT_WARPS warps takes 16 rows a warp; each key sub-tile's scores are staged in shared
- * memory (a warp its own 16 rows) and written out row by row through the interval tables. */
+ * memory (a warp its own 16 rows) and written out row by row through the interval tables.
+ * SPLAT_SDDMM_BULK (prelude, 0 when absent; kgen.c sets it for sddmm_wgmma.cuh where a
+ * row's part of a sub-tile is 256 bytes or more): a row's whole 16-byte chunks go out by
+ * one bulk copy (wgmma.cuh splat_bulk_store, sm_90) instead of the lanes' 16-byte stores. */
+#ifndef SPLAT_SDDMM_BULK
+#define SPLAT_SDDMM_BULK 0
+#endif
+#if SPLAT_SDDMM_BULK
+#ifndef SPLAT_KERNELS_WGMMA_CUH
+#error "SPLAT_SDDMM_BULK: include wgmma.cuh (its bulk copies) before sddmm.cuh"
+#endif
+static_assert(SPLAT_WLPR == 2, "bulk write-out: two lanes a row");
+#endif
 #define SPLAT_TQ (16 * SPLAT_WARPS)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
 #define SPLAT_OSZ (SPLAT_SDT == SPLAT_F32 ? 4 : 2) /* bytes per score */
 #define SPLAT_OVS (SPLAT_SDT == SPLAT_F32 ? 2 : 3) /* log2 scores per 16-byte store */
 #define SPLAT_OV (1 << SPLAT_OVS)
 /* A staging row: CARRY scores the previous sub-tile left unwritten (splat_sddmm_write),
- * then the sub-tile's KT. LDO keeps consecutive rows 4 banks apart (f16 / bf16). */
+ * then the sub-tile's KT. LDO keeps consecutive rows 4 banks apart (f16 / bf16). With
+ * bulk copies, column c of a row sits at entry shift + c, shift (0 .. OV-1) putting it at
+ * its global address's place in a 16-byte chunk; the carried scores fill entries
+ * [0, shift) (SPLAT_SP0: where column 0 sits before the shift). */
 #define SPLAT_CARRY 8
 #define SPLAT_LDO (SPLAT_KT + SPLAT_CARRY) /* staging row stride (scores) */
+#define SPLAT_SDDMM_RUNS 8                 /* a tile's runs kept in shared memory, at most */
+#define SPLAT_SP0 (SPLAT_SDDMM_BULK ? 0 : SPLAT_CARRY)
 
 /* One staged score (raw bits of dtype SDT) of the staging tile. */
 SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
@@ -98,12 +115,14 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
   }
 }
 
-/* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows, columns
- * CARRY on) from the m16n8 accumulator layout, repeated over KT/8 column blocks: acc[4j],
- * acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns of row g+8
- * (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike). */
+/* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows, row g's
+ * column c at entry SP0 + shift + c, shift sh0 for rows g < 8, sh1 for g + 8; 0 without
+ * bulk copies) from the m16n8 accumulator layout, repeated over KT/8 column blocks:
+ * acc[4j], acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns
+ * of row g+8 (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike).
+ * A shifted pair may straddle two 4-byte words (8-byte for f32): one store a score. */
 SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, unsigned char *wo,
-                                 int lane) {
+                                 int lane, int sh0, int sh1) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < SPLAT_KT / 8; j++) {
@@ -111,11 +130,22 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
       const float x0 = scale * acc[4 * j + 2 * hf], x1 = scale * acc[4 * j + 2 * hf + 1];
-      const int e = (g + 8 * hf) * SPLAT_LDO + SPLAT_CARRY + c;
+      const int e = (g + 8 * hf) * SPLAT_LDO + SPLAT_SP0 + (hf ? sh1 : sh0) + c;
 #if SPLAT_SDT == SPLAT_F32
-      *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
+      if (SPLAT_SDDMM_BULK) {
+        ((float *)wo)[e] = x0;
+        ((float *)wo)[e + 1] = x1;
+      } else {
+        *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
+      }
 #else
-      *(uint32_t *)(wo + 2 * e) = splat_pack2<SPLAT_SDT>(x0, x1);
+      const uint32_t w = splat_pack2<SPLAT_SDT>(x0, x1);
+      if (SPLAT_SDDMM_BULK) {
+        ((uint16_t *)wo)[e] = (uint16_t)w;
+        ((uint16_t *)wo)[e + 1] = (uint16_t)(w >> 16);
+      } else {
+        *(uint32_t *)(wo + 2 * e) = w;
+      }
 #endif
     }
   }
@@ -152,21 +182,65 @@ SPLAT_DEV uint4 splat_sddmm_chunk(const unsigned char *wo, int s0) {
 static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
               "SPLAT_WLPR: lanes per row of the write-out, 2, 4 or 8");
 
+/* Writes value entries [0, len) at d (global, 16-byte-aligned span: d's chunk starts
+ * mis = entries before d) from staging entries src, src + 1, ... of wo, by the row's
+ * SPLAT_WLPR lanes (sub: this lane's rank). Whole chunks [kf0, kf1): with BULK one bulk
+ * copy by lane 0 (src - mis must then be 16-byte aligned), else 16-byte stores by every
+ * lane, unrolled by 2 so two chunks' shared loads are in flight before their stores
+ * (1.03-1.07x at head_dim 64 over one loop testing every chunk, bench/NOTES.md v13.2).
+ * The partial chunks at the two ends (head: chunk 0 when mis > 0; tail: chunk kf1 when
+ * the range ends inside it; one chunk when both) element by element, by lanes 0 and 1. */
+template <bool BULK>
+SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char *wo, int src,
+                                 int sub) {
+  const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
+  uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
+  const int kf0 = mis > 0, kf1 = (mis + len) >> SPLAT_OVS;
+  const int src0 = src - mis;
+  if (BULK) {
+#if SPLAT_SDDMM_BULK
+    if (sub == 0 && kf1 > kf0)
+      splat_bulk_store(cbase + kf0, splat_smem_addr(wo + (src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ),
+                       (uint32_t)(kf1 - kf0) * 16u);
+#endif
+  } else {
+#pragma unroll 2
+    for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
+      cbase[k] = splat_sddmm_chunk(wo, src0 + (k << SPLAT_OVS));
+  }
+  const bool tail = ((mis + len) & (SPLAT_OV - 1)) != 0;
+  const int kp = sub == 0 && mis > 0 ? 0 : sub == 1 && tail && (kf1 > 0 || mis == 0) ? kf1 : -1;
+  if (kp >= 0) {
+    const int e0 = (kp << SPLAT_OVS) - mis, s0 = src + e0;
+#pragma unroll
+    for (int k2 = 0; k2 < SPLAT_OV; k2++) {
+      const int e = e0 + k2;
+      if (e >= 0 && e < len) splat_sddmm_put(d, e, splat_sddmm_staged(wo, s0 + k2));
+    }
+  }
+}
+
 /* Writes the warp's staged rows: each row's part of every interval of table buffer tb
  * that meets gathered indices [g0, g0 + KT) is a contiguous range of value entries,
- * written by 16-byte stores (SPLAT_WLPR lanes per row, 32 / SPLAT_WLPR rows a pass) when
- * `vec` (contiguous, 16-byte aligned scores); partial 16-byte chunks element by element.
- * With `vec`, an interval that goes on into the next sub-tile leaves the entries past its
- * last whole chunk unwritten (returns whether this lane did), and the next sub-tile writes
- * them from its staging rows' carry columns (splat_sddmm_emit copies them there) with its
- * first chunk: only an interval's two ends take element stores. first / last: g0 begins /
- * ends its chain of runs (splat_sddmm_cta), across which intervals go on. bh_off: the
- * element offset of (b, h) in the scores. Positions inside a row are 32-bit (entry counts
- * of one row), addresses 64-bit once per interval. */
+ * written by splat_sddmm_range (SPLAT_WLPR lanes per row, 32 / SPLAT_WLPR rows a pass)
+ * when `vec` (contiguous, 16-byte aligned scores), else element by element. With `vec`,
+ * an interval that goes on into the next sub-tile leaves the entries past its last whole
+ * chunk unwritten (returns whether this lane did), and the next sub-tile writes them from
+ * its staging rows' carry columns (splat_sddmm_emit copies them there) with its first
+ * chunk: only an interval's two ends take element stores. cin: the entries before g0 of an
+ * interval coming from the previous sub-tile were left for this one (without bulk copies:
+ * the sub-tile does not begin its chain of runs, splat_sddmm_cta; with them: this lane's
+ * row left some, its previous return value), last: g0 ends its chain, across which
+ * intervals go on. shift: the row's staging shift (splat_sddmm_prepare; 0 without bulk
+ * copies). With bulk copies, the intervals whose scores sit at their global place in a
+ * chunk (all but a row's second interval of another phase in one sub-tile) go out by bulk
+ * copy and may carry, the others by 16-byte stores from any entry, ends whole. bh_off: the element
+ * offset of (b, h) in the scores. Positions inside a row are 32-bit (entry counts of one row),
+ * addresses 64-bit once per interval. */
 SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
-                                 int nrows, int warp, int lane, int32_t g0, bool first, bool last,
-                                 int64_t bh_off, bool vec) {
+                                 int nrows, int warp, int lane, int32_t g0, bool cin, bool last,
+                                 int64_t bh_off, bool vec, int shift) {
   const int sub = lane % SPLAT_WLPR;
   bool carried = false; /* this lane left entries for the next sub-tile */
 #pragma unroll
@@ -181,47 +255,30 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
         int32_t a, x;
         int len = splat_ival_clip(v, g0, SPLAT_KT, &a, &x);
         if (len <= 0) continue;
-        int src = rl * SPLAT_LDO + SPLAT_CARRY + (a - g0);
+        int src = rl * SPLAT_LDO + SPLAT_SP0 + shift + (a - g0);
         if (vec) {
           /* Entry e's place in its 16-byte chunk: (so + e) % OV (the scores are aligned). */
-          if (!first && v.x < g0) { /* from the previous sub-tile: its unwritten tail */
+          const bool bulk = SPLAT_SDDMM_BULK &&
+                            (((uint32_t)so + (uint32_t)x - (uint32_t)src) & (SPLAT_OV - 1)) == 0;
+          const bool carry = !SPLAT_SDDMM_BULK || bulk;
+          if (carry && cin && v.x < g0) { /* from the previous sub-tile: its unwritten tail */
             const int32_t w0 = max(v.z, x - (int32_t)((so + x) & (SPLAT_OV - 1)));
             src -= x - w0;
             len += x - w0;
             x = w0;
           }
-          if (!last && v.y >= g0 + SPLAT_KT) { /* on into the next: up to a chunk boundary */
+          if (carry && !last &&
+              v.y >= g0 + SPLAT_KT) { /* on into the next: up to a chunk boundary */
             const int left = (int)((so + x + len) & (SPLAT_OV - 1));
             carried = carried || left > 0;
             len -= left;
             if (len <= 0) continue;
           }
-          /* Entry e of the range sits at d + e; chunk k of the 16-byte-aligned span starts
-           * at entry k OV - mis (mis: the range's entries before d in its chunk). */
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
-          const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
-          uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
-          /* Whole chunks [kf0, kf1) by all SPLAT_WLPR lanes, unrolled by 2 so two chunks'
-           * shared loads are in flight before their stores (1.03-1.07x at head_dim 64 over
-           * one loop testing every chunk, bench/NOTES.md v13.2); the partial chunks at the
-           * two ends (head: chunk 0 when mis > 0; tail: chunk kf1 when the range ends inside
-           * it; one chunk when both) element by element, by lanes 0 and 1. */
-          const int kf0 = mis > 0, kf1 = (mis + len) >> SPLAT_OVS;
-          const int src0 = src - mis;
-#pragma unroll 2
-          for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
-            cbase[k] = splat_sddmm_chunk(wo, src0 + (k << SPLAT_OVS));
-          const bool tail = ((mis + len) & (SPLAT_OV - 1)) != 0;
-          const int kp = sub == 0 && mis > 0                         ? 0
-                         : sub == 1 && tail && (kf1 > 0 || mis == 0) ? kf1
-                                                                     : -1;
-          if (kp >= 0) {
-            const int e0 = (kp << SPLAT_OVS) - mis, s0 = src + e0;
-#pragma unroll
-            for (int k2 = 0; k2 < SPLAT_OV; k2++) {
-              const int e = e0 + k2;
-              if (e >= 0 && e < len) splat_sddmm_put(d, e, splat_sddmm_staged(wo, s0 + k2));
-            }
+          if (bulk) {
+            splat_sddmm_range<true>(d, len, wo, src, sub);
+          } else {
+            splat_sddmm_range<false>(d, len, wo, src, sub);
           }
         } else {
           for (int k2 = sub; k2 < len; k2 += SPLAT_WLPR) {
@@ -249,17 +306,30 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
  * by the loop's first passes (`pre`): one inlined copy of the tables and the gather. */
 template <class GatherQ, class LoadK, class Step>
 SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int *sNiv, int *sRow,
-                               const GatherQ &gather_q, const LoadK &load_k, const Step &step) {
+                               splat_dev_run *sRuns, const GatherQ &gather_q, const LoadK &load_k,
+                               const Step &step) {
   splat_dev_tile tile; /* CTA = (query tile, batch*head, row block z) */
   int ti, rb, bh0;
   const int nrows = splat_tile_rows<SPLAT_TQ>(P.pat, tile, ti, rb, bh0, sRow);
   if (tile.nruns == 0 || nrows <= 0) return;
+  /* The tile's runs in shared memory (read at every sub-tile; from global memory they were
+   * a long-latency load in each step's critical path), where they fit. */
+  const splat_dev_run *runs = P.pat.runs + tile.run_begin;
+  if (tile.nruns <= SPLAT_SDDMM_RUNS) {
+    constexpr int W = (int)(sizeof(splat_dev_run) / 4);
+    for (int i = threadIdx.x; i < tile.nruns * W; i += SPLAT_THREADS)
+      ((int32_t *)sRuns)[i] = ((const int32_t *)runs)[i];
+    runs = sRuns; /* visible after the (b, h) loop's first barrier */
+  }
   const int64_t BH = P.shape.batch * P.shape.heads;
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
   const bool vec = P.scores.s3 == 1 && (((unsigned long long)P.scores.data) & 15) == 0;
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads, hk = h / P.shape.heads_per_kv;
     const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
+#if SPLAT_SDDMM_BULK
+    splat_bulk_wait_read<0>(); /* this thread's bulk copies have read the staging tile */
+#endif
     __syncthreads(); /* sRow is in; the previous (b, h) is done with Q, staging and tables */
     gather_q(b, h, nrows);
     splat_cp_async_commit();
@@ -268,22 +338,22 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
     /* Whether run j of the tile goes on from run j - 1: the same group, the next keys. */
     auto joins = [&](int j) {
       if (j <= 0 || j >= tile.nruns) return false;
-      const splat_dev_run a = P.pat.runs[tile.run_begin + j - 1];
-      const splat_dev_run c = P.pat.runs[tile.run_begin + j];
+      const splat_dev_run a = runs[j - 1];
+      const splat_dev_run c = runs[j];
       return a.phase == c.phase && a.stride == c.stride && a.width == c.width &&
              a.base + a.ntiles * SPLAT_TILE_K == c.base;
     };
     bool from_prev = false, into_next = joins(1);
     for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
+          pipe, P.pat, tile, runs, nrows, nsub_tile, sRow, sIv, sNiv,
           [&](const splat_dev_run &run, int64_t g0, int st) { load_k(run, g0, ko, st); });
       if (pre > 0) {
         pre--;
         continue;
       }
       splat_cp_async_wait<SPLAT_STAGES - 1>();
-      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+      const splat_dev_run run = runs[ci];
       const int nsub = run.ntiles * nsub_tile;
       step(cs == 0 && !from_prev, cs == nsub - 1 && !into_next, (int32_t)(run.base + cs * SPLAT_KT),
            ci % SPLAT_STAGES, it, nrows, bh_off, vec);
@@ -297,20 +367,78 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
       }
     }
   }
+#if SPLAT_SDDMM_BULK
+  splat_bulk_wait_read<0>(); /* the shared memory outlives this thread's bulk copies' reads */
+#endif
+}
+
+/* Before a warp's sub-tile g0 (one its rows meet) is computed, with bulk copies: lane
+ * 2 rl's copies of the previous sub-tile have read staging row rl (lanes 2 rl, 2 rl + 1
+ * write row rl; the even one issues its copies), and the row's carried tail (carry: this
+ * lane's row left entries, splat_sddmm_emit; at most OV - 1 scores past its last whole
+ * chunk, columns [KT - shift, KT) at entries [KT, KT + shift), the shift being the same for
+ * a carried interval) moves to entries [0, shift). Returns the row's shift for this
+ * sub-tile: the place in its 16-byte chunk of the global entry of column 0 under the first
+ * interval meeting it (0 without bulk copies or without `vec`). Before the warp's
+ * accumulators are live, so its registers do not add to theirs. */
+SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo,
+                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
+                                  int nrows, int warp, int lane, bool first, int32_t g0,
+                                  int64_t bh_off, bool vec, bool carry) {
+  int shift = 0;
+#if SPLAT_SDDMM_BULK
+  const int rl = lane >> 1, r = 16 * warp + rl;
+  unsigned char *row = wo + rl * SPLAT_LDO * SPLAT_OSZ;
+  if ((lane & 1) == 0) {
+    splat_bulk_wait_read<0>();
+    if (carry && !first) *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
+  }
+  if (vec && r < nrows) {
+    const int niv = sNiv[tb * SPLAT_TQ + r];
+    const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+    const uint32_t so = (uint32_t)(bh_off + (int64_t)sRow[r] * P.scores.s2);
+    for (int q = niv - 1; q >= 0; q--) {
+      const int4 v = *(const int4 *)(iv + q);
+      if (v.x < g0 + SPLAT_KT && v.y >= g0)
+        shift = (int)((so + (uint32_t)v.z - (uint32_t)v.x + (uint32_t)g0) & (SPLAT_OV - 1));
+    }
+  }
+#endif
+  return shift;
 }
 
 /* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
  * ACSR entries through its staging rows wo (for warps some of whose rows meet the
  * sub-tile: splat_warp_touches); first, last and vec as splat_sddmm_write, whose unwritten
- * tails move to the carry columns here. */
+ * tails move to the carry columns here (bulk copies: in splat_sddmm_prepare, which gave
+ * `shift`). carry (bulk copies only; the caller keeps it from one sub-tile to the next,
+ * false at first): whether this lane's row left entries for the next sub-tile. */
 SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[SPLAT_KT / 2],
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
                                 const int *sRow, int tb, int nrows, int warp, int lane, bool first,
-                                bool last, int32_t g0, int64_t bh_off, bool vec) {
-  splat_sddmm_stage(acc, P.scale, wo, lane);
+                                bool last, int32_t g0, int64_t bh_off, bool vec, int shift,
+                                bool &carry) {
+#if SPLAT_SDDMM_BULK
+  const int g = lane >> 2;
+  const int sh0 = __shfl_sync(0xffffffffu, shift, 2 * g),
+            sh1 = __shfl_sync(0xffffffffu, shift, 2 * g + 16);
   __syncwarp();
-  const bool carried = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, first,
-                                         last, bh_off, vec);
+  splat_sddmm_stage(acc, P.scale, wo, lane, sh0, sh1);
+  splat_fence_proxy_async(); /* the staged scores -> visible to the bulk copies */
+  __syncwarp();
+  /* Each row's copies are issued by its even lane: a loop over the warp's lanes (the copy's
+   * operands are uniform registers), cheaper here than lane 0 issuing all 16 rows' copies
+   * from records in shared memory (bench/NOTES.md v14). */
+  carry = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, carry && !first,
+                            last, bh_off, vec, shift);
+  if ((lane & 1) == 0) splat_bulk_commit();
+#else
+  (void)carry;
+  (void)shift;
+  splat_sddmm_stage(acc, P.scale, wo, lane, 0, 0);
+  __syncwarp();
+  const bool carried = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, !first,
+                                         last, bh_off, vec, 0);
   __syncwarp();
   if (__any_sync(0xffffffffu, carried)) {
     /* The last CARRY staged scores of each row to its carry columns, for the next sub-tile
@@ -322,9 +450,11 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
     }
     __syncwarp();
   }
+#endif
 }
 
 #if !defined(SPLAT_SDDMM_WG) /* sddmm_wgmma.cuh has its own tile kernel */
+static_assert(!SPLAT_SDDMM_BULK, "the mma.sync R-SDDMM writes its scores by 16-byte stores");
 
 #if SPLAT_DT == SPLAT_F32
 #define SPLAT_KSTEP 8 /* mma k step: m16n8k8 tf32 */
@@ -343,10 +473,11 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
 #define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DT != SPLAT_F32 && SPLAT_HEAD_DIM <= 64 ? 4 : 2)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same):
- * Q, the K ring, the score staging tile, STAGES interval tables + counts, row ids. */
-#define SPLAT_SDDMM_SMEM                                                        \
-  ((SPLAT_TQ + SPLAT_STAGES * SPLAT_KT) * SPLAT_LDS * (int)sizeof(SPLAT_QK_T) + \
-   SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ +                                           \
+ * Q, the K ring, the score staging tile, the tile's runs, STAGES interval tables + counts,
+ * row ids. */
+#define SPLAT_SDDMM_SMEM                                                              \
+  ((SPLAT_TQ + SPLAT_STAGES * SPLAT_KT) * SPLAT_LDS * (int)sizeof(SPLAT_QK_T) +       \
+   SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ + SPLAT_SDDMM_RUNS * (int)sizeof(splat_dev_run) + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
 static_assert(
@@ -367,14 +498,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   SPLAT_QK_T *sQ = (SPLAT_QK_T *)splat_smem;
   SPLAT_QK_T *sK = sQ + SPLAT_TQ * SPLAT_LDS;
   unsigned char *sO = (unsigned char *)(sK + SPLAT_STAGES * SPLAT_KT * SPLAT_LDS);
-  splat_ival *sIv = (splat_ival *)(sO + SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ);
+  splat_dev_run *sRuns = (splat_dev_run *)(sO + SPLAT_TQ * SPLAT_LDO * SPLAT_OSZ);
+  splat_ival *sIv = (splat_ival *)(sRuns + SPLAT_SDDMM_RUNS);
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   unsigned char *wo = sO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
+  bool carry = false; /* splat_sddmm_emit's, kept across sub-tiles */
   splat_sddmm_cta(
-      P, sIv, sNiv, sRow,
+      P, sIv, sNiv, sRow, sRuns,
       [&](int64_t b, int64_t h, int nrows) {
         splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
             P.q, b, h, sRow, nrows,
@@ -388,6 +521,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
          * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
         if (!splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)) return;
+        const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
+                                              g0, bh_off, vec, carry);
         const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
         float acc[SPLAT_KT / 2];
 #pragma unroll
@@ -431,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
 #endif
         splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
-                         bh_off, vec);
+                         bh_off, vec, shift, carry);
       });
 }
 

@@ -22,8 +22,10 @@
  * f32). */
 
 #define SPLAT_SDDMM_WG 1
-#include "sddmm.cuh"
+/* wgmma.cuh before sddmm.cuh: the write-out's bulk copies. */
 #include "wgmma.cuh"
+
+#include "sddmm.cuh"
 
 #if !defined(SPLAT_NO_TILE)
 
@@ -50,9 +52,11 @@ static_assert(SPLAT_WARPS == 4 &&
 #endif
 
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, the
- * K ring, the lo tile (f32), Q / staging, STAGES interval tables + counts, row ids. */
+ * K ring, the lo tile (f32), Q / staging, the tile's runs, STAGES interval tables +
+ * counts, row ids. */
 #define SPLAT_SDDMM_SMEM                                                 \
   (1024 + (SPLAT_STAGES + SPLAT_WG_F32) * SPLAT_KBYTES + SPLAT_QOBYTES + \
+   SPLAT_SDDMM_RUNS * (int)sizeof(splat_dev_run) +                       \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
 static_assert(
@@ -98,7 +102,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
   unsigned char *sK = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
   unsigned char *sLo = sK + SPLAT_STAGES * SPLAT_KBYTES; /* f32 only */
   unsigned char *sQO = sLo + SPLAT_WG_F32 * SPLAT_KBYTES;
-  splat_ival *sIv = (splat_ival *)(sQO + SPLAT_QOBYTES);
+  splat_dev_run *sRuns = (splat_dev_run *)(sQO + SPLAT_QOBYTES);
+  splat_ival *sIv = (splat_ival *)(sRuns + SPLAT_SDDMM_RUNS);
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
   const uint32_t k_addr = splat_smem_addr(sK);
@@ -106,6 +111,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   unsigned char *wo = sQO + 16 * warp * SPLAT_LDO * SPLAT_OSZ; /* this warp's staging rows */
+  bool carry = false; /* splat_sddmm_emit's, kept across sub-tiles */
 #if SPLAT_WG_F32
   const uint32_t lo_addr = splat_smem_addr(sLo);
   const int g = lane >> 2, t = lane & 3;
@@ -114,7 +120,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
   uint32_t qa[SPLAT_KSTEPS][4];    /* this thread's A registers */
 #endif
   splat_sddmm_cta(
-      P, sIv, sNiv, sRow,
+      P, sIv, sNiv, sRow, sRuns,
       [&](int64_t b, int64_t h, int nrows) {
         splat_gather_rows<SPLAT_WCHUNKS, SPLAT_TQ, SPLAT_THREADS, SPLAT_QK_T>(
             P.q, b, h, sRow, nrows,
@@ -154,6 +160,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
 #endif
           __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
         }
+        /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
+        const bool touches =
+            splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+        const int shift = touches ? splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp,
+                                                        lane, first, g0, bh_off, vec, carry)
+                                  : 0;
         const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
         float acc[SPLAT_KT / 2];
         splat_wgmma_fence();
@@ -172,10 +184,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
         splat_wgmma_commit();
         splat_wgmma_wait<0>();
         splat_wgmma_fence_acc(acc);
-        /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
-        if (splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0))
+        if (touches)
           splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
-                           bh_off, vec);
+                           bh_off, vec, shift, carry);
       });
 }
 

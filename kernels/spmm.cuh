@@ -214,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     splat_pipe pipe = {0, 0, 0};
     auto issue = [&]() {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, nrows, nsub_tile, sRow, sIv, sNiv,
+          pipe, P.pat, tile, P.pat.runs + tile.run_begin, nrows, nsub_tile, sRow, sIv, sNiv,
           [&](const splat_dev_run &run, int64_t g0, int s) {
             splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV);
           });

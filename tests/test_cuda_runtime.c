@@ -369,7 +369,9 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_threads(sd) == 128);
   splat__kspec_names(sd, rows, tile, sizeof rows);
   CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w2"), "%s", tile);
-  /* The write-out's lanes per row: 2 for rows in identity order, 4 for regrouped rows. */
+  /* The write-out's lanes per row: 2 for rows in identity order, 4 for regrouped rows
+   * (without bulk copies: f32 scores). */
+  CHECK(!sd->bulk_write);
   splat__kspec_write_lanes(sp, 1);
   CHECK(sd->write_lanes == 4 && sp[SPLAT__KOP_SPMM].write_lanes == 0);
   splat__kspec_names(sd, rows, tile, sizeof rows);
@@ -385,14 +387,15 @@ static void test_kernel_choice(void) {
     CHECK(h.tile && h.kt == 64 && h.stages == 2 && splat__kspec_tile_smem(&h) < 227 * 1024 / 3);
   }
   /* 1 KB slack + 2 K stages and the lo tile (64 keys x 256 B) + Q (64 rows of 68 floats,
-   * over the 64 x 72 staging floats) + 2 tables of 64 rows + row ids. */
+   * over the 64 x 72 staging floats) + 8 runs + 2 tables of 64 rows + row ids. */
   CHECK(splat__kspec_tile_smem(sd) ==
-        1024 + 3 * 64 * 256 + 64 * 72 * 4 + 2 * 64 * (16 + 4) + 64 * 4);
+        1024 + 3 * 64 * 256 + 64 * 72 * 4 + 8 * 32 + 2 * 64 * (16 + 4) + 64 * 4);
   splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->wgmma == SYNC && sd->kt == 32 &&
-        splat__kspec_tile_smem(sd) == 1024 + 3 * 32 * 512 + 64 * 132 * 4 + 2 * 64 * 20 + 256);
+        splat__kspec_tile_smem(sd) ==
+            1024 + 3 * 32 * 512 + 64 * 132 * 4 + 8 * 32 + 2 * 64 * 20 + 256);
   splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 84 * 1024, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->tile && !sd->wgmma); /* 86.8 KB over an 84 KB limit: mma.sync's 80.6 KB fit */
+  CHECK(sd->tile && !sd->wgmma); /* 87.0 KB over an 84 KB limit: mma.sync's 80.9 KB fit */
   splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_80", SYNC, 0, 0);
   CHECK(sd->tile && !sd->wgmma);
   splat__kspec_names(sd, rows, tile, sizeof rows);
@@ -406,29 +409,38 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_F32, 32, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && !sd->wgmma);
   /* f16 / bf16 on wgmma too. head_dim 64: 1 KB slack + 2 K stages of 128 keys x 128 B + the
-   * 64 x 136 staging scores (over Q's 64 rows of 72 elements) + 2 tables of 64 rows + row
-   * ids; 64-key sub-tiles in 3 stages where the key tile is not a multiple of 128. head_dim
-   * 128: 2 stages of 64 keys x 256 B and Q rows of 136. */
+   * 64 x 136 staging scores (over Q's 64 rows of 72 elements) + 8 runs + 2 tables of 64
+   * rows + row ids; 64-key sub-tiles in 3 stages where the key tile is not a multiple
+   * of 128. head_dim 128: 2 stages of 64 keys x 256 B and Q rows of 136. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && sd->wgmma == SYNC && sd->kt == 128 && sd->stages == 2);
   splat__kspec_names(sd, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg1_w2"), "%s", tile);
-  CHECK(splat__kspec_tile_smem(sd) == 1024 + 2 * 128 * 128 + 64 * 136 * 2 + 2 * 64 * 20 + 256);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg1_w2_bulk"), "%s",
+         tile);
+  /* Bulk copies (128 keys of 16-bit scores: 256 bytes a row): 2 lanes a row, regrouped too. */
+  CHECK(sd->bulk_write);
+  splat__kspec_write_lanes(sp, 1);
+  CHECK(sd->write_lanes == 2);
+  CHECK(splat__kspec_tile_smem(sd) ==
+        1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256);
   CHECK(splat__kspec_use_sddmm_wgmma(sd, 0) == 1 && sd->kt == 128); /* already converted */
   /* SPLAT_SDDMM_WGMMA=0 gives the mma.sync kernel its own 64-key sub-tiles in 3 stages. */
   setenv("SPLAT_SDDMM_WGMMA", "0", 1);
   CHECK(splat__kspec_env_sddmm(sp, 0) == SPLAT_OK && sd->tile && !sd->wgmma && sd->kt == 64 &&
-        sd->stages == 3);
+        sd->stages == 3 && !sd->bulk_write);
   unsetenv("SPLAT_SDDMM_WGMMA");
+  /* Bulk copies only for rows of 256 bytes a sub-tile: not with 64 16-bit keys. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 64, 64, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3 &&
-        splat__kspec_tile_smem(sd) == 1024 + 3 * 64 * 128 + 64 * 72 * 2 + 3 * 64 * 20 + 256);
+  CHECK(sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3 && !sd->bulk_write &&
+        splat__kspec_tile_smem(sd) ==
+            1024 + 3 * 64 * 128 + 64 * 72 * 2 + 8 * 32 + 3 * 64 * 20 + 256);
   splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->wgmma == SYNC && sd->stages == 2 &&
-        splat__kspec_tile_smem(sd) == 1024 + 2 * 64 * 256 + 64 * 136 * 2 + 2 * 64 * 20 + 256);
+  CHECK(sd->wgmma == SYNC && sd->stages == 2 && !sd->bulk_write &&
+        splat__kspec_tile_smem(sd) ==
+            1024 + 2 * 64 * 256 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256);
   splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 32, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && sd->kt == 32 && !sd->wgmma);
-  /* SPLAT_SDDMM_WGMMA=0: the mma.sync kernel (80.6 KB at head_dim 128), dropped when over the
+  /* SPLAT_SDDMM_WGMMA=0: the mma.sync kernel (80.9 KB at head_dim 128), dropped when over the
    * limit; bad values are refused with a sentence. */
   unsetenv("SPLAT_SDDMM_WGMMA");
   splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
@@ -824,6 +836,9 @@ static void test_attn_epilogues(void) {
   CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
+        sp[SPLAT__KOP_SDDMM].bulk_write && sp[SPLAT__KOP_SDDMM].write_lanes == 2);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
+  CHECK(sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SDDMM].bulk_write &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 4);
   setenv("SPLAT_ATTN_WS", "0", 1);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
@@ -833,6 +848,10 @@ static void test_attn_epilogues(void) {
   unsetenv("SPLAT_ATTN_WS");
   setenv("SPLAT_SDDMM_WGMMA", "x", 1);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_F32, 64, 0, "sm_90a") == SPLAT_ERR_INVALID_ARGUMENT);
+  /* The mma.sync R-SDDMM keeps 4 lanes a row for regrouped rows. */
+  setenv("SPLAT_SDDMM_WGMMA", "0", 1);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+  CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && sp[SPLAT__KOP_SDDMM].write_lanes == 4);
   unsetenv("SPLAT_SDDMM_WGMMA");
   splat_pattern_destroy(pat);
 

@@ -151,14 +151,14 @@ int main(void) {
           w4.write_lanes = 4;
           add(&w4);
         }
-        /* The R-SDDMM on wgmma (sm_90a only); at 16-bit head_dim 64 also with the 4-lane
-         * write-out (regrouped rows; 128-key sub-tiles leave few registers to spare) and with
-         * the 64-key sub-tiles of key tiles of 64 (its default takes 128). */
+        /* The R-SDDMM on wgmma (sm_90a only), with the 4-lane write-out of regrouped rows
+         * where it has no bulk copies (16-bit head_dim 128), and at 16-bit head_dim 64 also
+         * with the 64-key sub-tiles of key tiles of 64 (its default takes 128). */
         splat__kspec wf = s;
         if (splat__kspec_use_sddmm_wgmma(&wf, 0)) add_arch(&wf, "sm_90a");
         splat__kspec wf4 = wf;
         wf4.write_lanes = 4;
-        if (wf.wgmma && wf.kt == 128) add_arch(&wf4, "sm_90a");
+        if (wf.wgmma && !wf.bulk_write) add_arch(&wf4, "sm_90a");
         splat__kspec wk = s;
         wk.tile_k = 64;
         if (wf.kt == 128 && splat__kspec_use_sddmm_wgmma(&wk, 0)) add_arch(&wk, "sm_90a");

@@ -62,6 +62,7 @@ static void portable_sub_tiles(splat__kspec *s) {
   while (s->tile_k % kt) kt /= 2;
   s->kt = kt;
   s->stages = s->dt == SPLAT_F32 || (s->op == SPLAT__KOP_SDDMM && s->head_dim > 64) ? 2 : 3;
+  s->bulk_write = 0;
 }
 
 void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
@@ -131,7 +132,8 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
              s->tile_k, s->kt, s->stages, s->max_segs, epi_suffix(s->epi));
   } else if (s->tile) {
     char w[16] = "";
-    if (s->op == SPLAT__KOP_SDDMM) snprintf(w, sizeof w, "_w%d", s->write_lanes);
+    if (s->op == SPLAT__KOP_SDDMM)
+      snprintf(w, sizeof w, "_w%d%s", s->write_lanes, s->bulk_write ? "_bulk" : "");
     if (s->op == SPLAT__KOP_ATTENTION) snprintf(w, sizeof w, "%s", epi_suffix(s->epi));
     snprintf(tile, cap, "splat_%s_%s_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s", on,
              s->wgmma ? "wgmma" : "tile", dname(s->dt), dname(s->vdt), s->head_dim, 16 * s->warps,
@@ -158,17 +160,18 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   const int tables = s->stages * tq * (s->max_segs * IVAL_BYTES + 4) + tq * 4;
   if (s->op == SPLAT__KOP_SDDMM && s->wgmma) {
     /* sddmm_wgmma.cuh: alignment slack, the K ring (swizzled) and for f32 the lo tile, Q
-     * (rows padded by 16 bytes) sharing its buffer with the score staging tile. */
+     * (rows padded by 16 bytes) sharing its buffer with the score staging tile, 8 runs of
+     * 32 bytes (kernels/sddmm.cuh SPLAT_SDDMM_RUNS). */
     const int esz = s->dt == SPLAT_F32 ? 4 : 2, lo = s->dt == SPLAT_F32;
     const int q = tq * (s->head_dim + 16 / esz) * esz,
               o = tq * (s->kt + 8) * (s->vdt == SPLAT_F32 ? 4 : 2);
-    return 1024 + (s->stages + lo) * s->kt * s->head_dim * esz + (q > o ? q : o) + tables;
+    return 1024 + (s->stages + lo) * s->kt * s->head_dim * esz + (q > o ? q : o) + 8 * 32 + tables;
   }
   if (s->op == SPLAT__KOP_SDDMM) {
     const int f32 = s->dt == SPLAT_F32, esz = f32 ? 4 : 2, kstep = f32 ? 8 : 16;
     const int dp = (s->head_dim + kstep - 1) / kstep * kstep, ld = dp + 16 / esz;
     const int osz = s->vdt == SPLAT_F32 ? 4 : 2;
-    return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + tables;
+    return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + 8 * 32 + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
   if (s->wgmma == SPLAT__WGMMA_WS) {
@@ -245,6 +248,10 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
     s->kt = 128;
     s->stages = 2;
   }
+  /* The write-out by bulk copies with 128-key sub-tiles of 16-bit scores (256 bytes a row):
+   * 1.02-1.12x at head_dim 64; at head_dim 128, whose 64-key sub-tiles give copies of 128
+   * bytes, 0.91-0.96x (bench/NOTES.md v14). f32 scores keep 16-byte stores (not measured). */
+  s->bulk_write = s->vdt != SPLAT_F32 && s->kt >= 128;
   if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
     s->wgmma = SPLAT__WGMMA_NONE;
     portable_sub_tiles(s);
@@ -266,7 +273,8 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
 }
 
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted) {
-  specs[SPLAT__KOP_SDDMM].write_lanes = rows_permuted ? 4 : 2;
+  splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
+  s->write_lanes = rows_permuted && !s->bulk_write ? 4 : 2;
 }
 
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
@@ -368,8 +376,9 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
   splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs,
                              segs > 1 ? rep->tile_q : rep->tile_rows_max);
   if (st != SPLAT_OK) return st;
+  st = splat__kspec_env_sddmm(specs, smem_optin);
   splat__kspec_write_lanes(specs, rep->rows_permuted);
-  return splat__kspec_env_sddmm(specs, smem_optin);
+  return st;
 }
 
 splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
@@ -447,9 +456,9 @@ void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
 /* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
  * launch gives the tile kernel, which each tile kernel static_asserts against its own
  * layout), then the kernel names (row and tile; the merge program: its kernel's only), the
- * flags of some kernels (SPLAT_ATTN_EPI, SPLAT_WLPR) and which kernels the program leaves
- * out (SPLAT_NO_ROWS or SPLAT_NO_TILE); kept alive for splat__codegen. */
-enum { NINT = 11, NDEF = NINT + 6 };
+ * flags of some kernels (SPLAT_ATTN_EPI, SPLAT_WLPR, SPLAT_SDDMM_BULK) and which kernels the
+ * program leaves out (SPLAT_NO_ROWS or SPLAT_NO_TILE); kept alive for splat__codegen. */
+enum { NINT = 11, NDEF = NINT + 7 };
 
 splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
   const int tile_program = is_tile_program(spec);
@@ -547,6 +556,8 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);
     defs[n].name = "SPLAT_WLPR";
     defs[n++].value = lanes;
+    defs[n].name = "SPLAT_SDDMM_BULK";
+    defs[n++].value = s->bulk_write ? "1" : "0";
   }
   if (tile_program) {
     snprintf(tile_name, sizeof tile_name, "SPLAT_%s_TILE_NAME", N);

@@ -36,6 +36,8 @@ typedef struct splat__kspec {
   int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm SYNC
                     * means sddmm_wgmma.cuh */
   int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 4 */
+  int bulk_write;  /* sddmm wgmma kernel: a row's whole 16-byte chunks of scores go out by
+                    * one bulk copy (kernels/sddmm.cuh SPLAT_SDDMM_BULK) */
   int epi;         /* attention tile kernel: its one epilogue (kernels/params.cuh SPLAT_EPI_*:
                     * PLAIN for one pass without split tiles, SPLIT, or PASS1 for two-pass
                     * plans, whose second pass is a PASS2 kernel of its own) */
@@ -128,11 +130,12 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin);
  * any other value is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
 
-/* The sddmm tile kernels' lanes per row of the score write-out, from the plan's report:
- * 2 (a warp's 16 rows in one pass, one interval setup a row and sub-tile) for rows in
- * identity order, 8 (4 rows a pass) where rows were regrouped by stride and phase
- * (rows_permuted), whose rows interleave in memory with other CTAs' and which ran up to
- * 27% slower with 2 (bench/NOTES.md, v6). */
+/* The sddmm tile kernels' lanes per row of the score write-out, from the plan's report
+ * (after the R-SDDMM's kernel is chosen): 2 (a warp's 16 rows in one pass, one interval
+ * setup a row and sub-tile) for rows in identity order and with bulk_write (a row's whole
+ * chunks go out by one bulk copy), 4 (8 rows a pass) where rows were regrouped by stride
+ * and phase (rows_permuted), whose rows interleave in memory with other CTAs' and which
+ * ran up to 27% slower with 2 (bench/NOTES.md, v6). */
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
