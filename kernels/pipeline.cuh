@@ -56,8 +56,8 @@ typedef struct splat_pipe {
  * per key tile of a run; runs: the tile's runs, pat.runs + tile.run_begin or a copy in
  * shared memory). load(run, g0, stage): gathers gathered indices [g0, g0 + KT) of run into
  * ring stage `stage`. sIv, sNiv: STAGES x TQ tables; a run of the previous run's group
- * copies that run's tables (each thread its own row's, which it built) instead of reading
- * the row's segments again. */
+ * copies that run's tables (each thread its own row's, which it built; buffer tb is not in
+ * use, so neither is the other) instead of reading the row's segments again. */
 template <int TQ, int STAGES, int KT, class Load>
 SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
                                 const splat_dev_tile &tile, const splat_dev_run *runs, int nrows,
@@ -69,7 +69,7 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
       const int r = threadIdx.x, tb = q.li % STAGES;
       splat_ival *iv = sIv + (tb * TQ + r) * SPLAT_MAX_SEGS;
       bool same = false;
-      if (q.li > 0 && STAGES > 1) {
+      if (q.li > 0) {
         const splat_dev_run pr = runs[q.li - 1];
         same = pr.phase == run.phase && pr.stride == run.stride && pr.width == run.width;
       }

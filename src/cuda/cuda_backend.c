@@ -141,13 +141,15 @@ static int64_t stage_add(stage *s, const void *data, size_t n) {
 }
 
 typedef struct tile_cost {
-  int64_t cost, index;
+  int64_t cost, index, row; /* row: the tile's first original row */
 } tile_cost;
 
-/* Descending cost, then ascending index (a total order: qsort's result is unique). */
+/* Descending cost, then ascending first row, then ascending index (a total order:
+ * qsort's result is unique). */
 static int cmp_tile_cost(const void *a, const void *b) {
   const tile_cost *x = a, *y = b;
   if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+  if (x->row != y->row) return x->row < y->row ? -1 : 1;
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
@@ -167,9 +169,12 @@ static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int6
 }
 
 /* A tile plan as the kernels read it, into tiles [t->ntiles] and runs [t->nruns]: tiles
- * heaviest first (rows x key tiles, ties in plan order: the tile kernels read their block
- * ids tile-major (kernels/pipeline.cuh splat_tile_block), so the long tiles start first
- * instead of forming the tail of the grid), runs as planned, no TMA view yet. */
+ * heaviest first (rows x key tiles: the tile kernels read their block ids tile-major,
+ * kernels/pipeline.cuh splat_tile_block, so the long tiles start first instead of forming
+ * the tail of the grid), ties by their first original row (plans with regrouped rows list
+ * each stride class's tiles apart; side by side, tiles whose rows interleave in memory run
+ * together: the R-SDDMM at dilated(256,2), 16384, head_dim 64 took 0.368 ms instead of
+ * 0.410, bench/NOTES.md v14), runs as planned, no TMA view yet. */
 static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles,
                              splat_dev_run *runs) {
   tile_cost *order = malloc((size_t)(t->ntiles ? t->ntiles : 1) * sizeof *order);
@@ -180,6 +185,9 @@ static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles,
       ktiles += t->runs[t->tiles[i].run_begin + r].ntiles;
     order[i].cost = ktiles * t->tiles[i].nrows;
     order[i].index = i;
+    order[i].row = !getenv("XX_ORDER_OLD") && t->perm && t->tiles[i].nrows > 0
+                       ? t->perm[t->tiles[i].row_begin]
+                       : 0;
   }
   if (t->ntiles > 1) qsort(order, (size_t)t->ntiles, sizeof *order, cmp_tile_cost);
   for (int64_t i = 0; i < t->ntiles; i++) {
