@@ -141,7 +141,7 @@ static int64_t stage_add(stage *s, const void *data, size_t n) {
 }
 
 typedef struct tile_cost {
-  int64_t cost, index, row; /* row: the tile's first original row */
+  int64_t cost, index, row; /* row: the tile's first original row, or 0 */
 } tile_cost;
 
 /* Descending cost, then ascending first row, then ascending index (a total order:
@@ -171,12 +171,14 @@ static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int6
 /* A tile plan as the kernels read it, into tiles [t->ntiles] and runs [t->nruns]: tiles
  * heaviest first (rows x key tiles: the tile kernels read their block ids tile-major,
  * kernels/pipeline.cuh splat_tile_block, so the long tiles start first instead of forming
- * the tail of the grid), ties by their first original row (plans with regrouped rows list
- * each stride class's tiles apart; side by side, tiles whose rows interleave in memory run
- * together: the R-SDDMM at dilated(256,2), 16384, head_dim 64 took 0.368 ms instead of
- * 0.410, bench/NOTES.md v14), runs as planned, no TMA view yet. */
-static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles,
-                             splat_dev_run *runs) {
+ * the tail of the grid), ties by their first original row where `by_row`, else in plan
+ * order, runs as planned, no TMA view yet. By row: a plan with regrouped rows lists each
+ * stride class's tiles apart; side by side, tiles whose rows interleave in memory run
+ * together (the R-SDDMM at dilated(256,2), 16384, head_dim 64: 0.368 ms instead of 0.410;
+ * the strided pass of strided(64) | window(64)'s fused attention at 16384 was 3% slower,
+ * so the passes keep plan order; bench/NOTES.md v14). */
+static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles, splat_dev_run *runs,
+                             int by_row) {
   tile_cost *order = malloc((size_t)(t->ntiles ? t->ntiles : 1) * sizeof *order);
   if (!order) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
   for (int64_t i = 0; i < t->ntiles; i++) {
@@ -185,9 +187,7 @@ static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles,
       ktiles += t->runs[t->tiles[i].run_begin + r].ntiles;
     order[i].cost = ktiles * t->tiles[i].nrows;
     order[i].index = i;
-    order[i].row = !getenv("XX_ORDER_OLD") && t->perm && t->tiles[i].nrows > 0
-                       ? t->perm[t->tiles[i].row_begin]
-                       : 0;
+    order[i].row = by_row && t->perm && t->tiles[i].nrows > 0 ? t->perm[t->tiles[i].row_begin] : 0;
   }
   if (t->ntiles > 1) qsort(order, (size_t)t->ntiles, sizeof *order, cmp_tile_cost);
   for (int64_t i = 0; i < t->ntiles; i++) {
@@ -295,8 +295,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   stage s = {0};
   if (st == SPLAT_OK && (!tiles || !runs))
     st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
-  if (st == SPLAT_OK) st = dev_plan(t, tiles, runs);
-  for (int k = 0; k < npass && st == SPLAT_OK; k++) st = dev_plan(&pass[k], ptiles[k], pruns[k]);
+  if (st == SPLAT_OK) st = dev_plan(t, tiles, runs, 1);
+  for (int k = 0; k < npass && st == SPLAT_OK; k++) st = dev_plan(&pass[k], ptiles[k], pruns[k], 0);
   /* TMA views of the key groups, for the warp-specialised attention kernel: over the
    * runs the attention tiles use (the passes' when two; split runs keep them). */
   int tma = 0;
