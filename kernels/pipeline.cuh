@@ -4,7 +4,8 @@
  * next sub-tile (the caller's `load` gathers it into ring stage `issued % STAGES`) and
  * commits a cp.async group (an empty one past the last run, so wait_group counts stay
  * uniform); when it is a run's first sub-tile, the rows' interval tables for the run's
- * group are built into table buffer `run % STAGES` by the first TQ threads.
+ * group are built (or copied from the previous run's, of the same group) into table
+ * buffer `run % STAGES` by the first TQ threads.
  *
  * Needs SPLAT_MAX_SEGS from the prelude. */
 

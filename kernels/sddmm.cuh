@@ -75,9 +75,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 /* Shared by the tile kernels (this file's mma.sync one, sddmm_wgmma.cuh's): a CTA of
  * SPLAT_WARPS warps takes 16 rows a warp; each key sub-tile's scores are staged in shared
  * memory (a warp its own 16 rows) and written out row by row through the interval tables.
- * SPLAT_SDDMM_BULK (prelude, 0 when absent; kgen.c sets it for sddmm_wgmma.cuh where a
- * row's part of a sub-tile is 256 bytes or more): a row's whole 16-byte chunks go out by
- * one bulk copy (wgmma.cuh splat_bulk_store, sm_90) instead of the lanes' 16-byte stores. */
+ * SPLAT_SDDMM_BULK (prelude, 0 when absent; kgen.c sets it for sddmm_wgmma.cuh with
+ * 128-key sub-tiles of 16-bit scores, 256 bytes a row): a row's whole 16-byte chunks go
+ * out by one bulk copy (wgmma.cuh splat_bulk_store, sm_90) instead of the lanes' 16-byte
+ * stores. */
 #ifndef SPLAT_SDDMM_BULK
 #define SPLAT_SDDMM_BULK 0
 #endif
@@ -86,6 +87,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 #error "SPLAT_SDDMM_BULK: include wgmma.cuh (its bulk copies) before sddmm.cuh"
 #endif
 static_assert(SPLAT_WLPR == 2, "bulk write-out: two lanes a row");
+static_assert(SPLAT_SDT != SPLAT_F32, "bulk write-out: 16-bit scores (kgen.c bulk_write)");
 #endif
 #define SPLAT_TQ (16 * SPLAT_WARPS)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
@@ -101,6 +103,8 @@ static_assert(SPLAT_WLPR == 2, "bulk write-out: two lanes a row");
 #define SPLAT_LDO (SPLAT_KT + SPLAT_CARRY) /* staging row stride (scores) */
 #define SPLAT_SDDMM_RUNS 8                 /* a tile's runs kept in shared memory, at most */
 #define SPLAT_SP0 (SPLAT_SDDMM_BULK ? 0 : SPLAT_CARRY)
+static_assert(SPLAT_LDO * SPLAT_OSZ % 16 == 0 && SPLAT_CARRY >= SPLAT_OV,
+              "staging rows start 16-byte aligned (bulk copy sources) and hold a chunk of carry");
 
 /* One staged score (raw bits of dtype SDT) of the staging tile. */
 SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
@@ -120,7 +124,7 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
  * bulk copies) from the m16n8 accumulator layout, repeated over KT/8 column blocks:
  * acc[4j], acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns
  * of row g+8 (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike).
- * A shifted pair may straddle two 4-byte words (8-byte for f32): one store a score. */
+ * A shifted pair may straddle two 4-byte words: one store a score. */
 SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, unsigned char *wo,
                                  int lane, int sh0, int sh1) {
   const int g = lane >> 2, t = lane & 3;
@@ -132,12 +136,7 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
       const float x0 = scale * acc[4 * j + 2 * hf], x1 = scale * acc[4 * j + 2 * hf + 1];
       const int e = (g + 8 * hf) * SPLAT_LDO + SPLAT_SP0 + (hf ? sh1 : sh0) + c;
 #if SPLAT_SDT == SPLAT_F32
-      if (SPLAT_SDDMM_BULK) {
-        ((float *)wo)[e] = x0;
-        ((float *)wo)[e + 1] = x1;
-      } else {
-        *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
-      }
+      *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
 #else
       const uint32_t w = splat_pack2<SPLAT_SDT>(x0, x1);
       if (SPLAT_SDDMM_BULK) {
@@ -193,12 +192,13 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
 template <bool BULK>
 SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char *wo, int src,
                                  int sub) {
+  static_assert(!BULK || SPLAT_SDDMM_BULK, "bulk ranges only in bulk write-out programs");
   const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
   uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
   const int kf0 = mis > 0, kf1 = (mis + len) >> SPLAT_OVS;
   const int src0 = src - mis;
-  if (BULK) {
-#if SPLAT_SDDMM_BULK
+  if constexpr (BULK) {
+#if SPLAT_SDDMM_BULK /* splat_bulk_store: wgmma.cuh, included by bulk programs only */
     if (sub == 0 && kf1 > kf0)
       splat_bulk_store(cbase + kf0, splat_smem_addr(wo + (src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ),
                        (uint32_t)(kf1 - kf0) * 16u);
@@ -275,11 +275,13 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
             if (len <= 0) continue;
           }
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
+#if SPLAT_SDDMM_BULK
           if (bulk) {
             splat_sddmm_range<true>(d, len, wo, src, sub);
-          } else {
-            splat_sddmm_range<false>(d, len, wo, src, sub);
+            continue;
           }
+#endif
+          splat_sddmm_range<false>(d, len, wo, src, sub);
         } else {
           for (int k2 = sub; k2 < len; k2 += SPLAT_WLPR) {
             splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,
@@ -379,7 +381,10 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
  * chunk, columns [KT - shift, KT) at entries [KT, KT + shift), the shift being the same for
  * a carried interval) moves to entries [0, shift). Returns the row's shift for this
  * sub-tile: the place in its 16-byte chunk of the global entry of column 0 under the first
- * interval meeting it (0 without bulk copies or without `vec`). Before the warp's
+ * interval meeting it (0 without bulk copies or without `vec`). A row's intervals are
+ * disjoint and in ascending order (splat_row_intervals keeps the plan's segment order), so
+ * an interval carried in from the previous sub-tile is that first one, and its shift is
+ * the one its tail was staged with. Before the warp's
  * accumulators are live, so its registers do not add to theirs. */
 SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo,
                                   const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
