@@ -97,6 +97,19 @@ else
   check "codegen compiles or reports NVRTC missing" 1
 fi
 
+# A SPLAT_CACHE_DIR that cannot hold the cache (a file) is said once on stderr, and the
+# kernels still compile.
+: >"$tmp/afile"
+SPLAT_CACHE_DIR="$tmp/afile" "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype f32 --op softmax >"$tmp/out" 2>&1
+if [ $? -eq 0 ]; then
+  test "$(grep -c "SPLAT_CACHE_DIR=$tmp/afile cannot hold the kernel cache" "$tmp/out")" -eq 1
+  check "an unusable SPLAT_CACHE_DIR is said once" $?
+elif grep -q "NVRTC" "$tmp/out"; then
+  echo "skipped: an unusable SPLAT_CACHE_DIR (NVRTC unavailable)"
+else
+  check "codegen with an unusable SPLAT_CACHE_DIR compiles or reports NVRTC missing" 1
+fi
+
 "$SPLAT" env >"$tmp/out" 2>&1; check "env exits 0" $?
 contains "$tmp/out" "cuda:"; check "env reports cuda" $?
 

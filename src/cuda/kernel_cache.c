@@ -127,7 +127,8 @@ static int cache_file_read(const char *path, const splat__hash128 *key, cache_fi
   return 1;
 }
 
-/* Creates dir and its parents (mode 0755). Returns 0 on success. */
+/* Creates dir and its parents (mode 0755). Returns 0 on success, else -1 with errno
+ * (ENOTDIR where dir exists but is no directory). */
 static int mkdir_p(const char *dir) {
   char path[4096];
   size_t n = strlen(dir);
@@ -142,7 +143,12 @@ static int mkdir_p(const char *dir) {
     }
   }
   struct stat st;
-  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+  if (stat(dir, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR; /* a file of that name */
+    return -1;
+  }
+  return 0;
 }
 
 static int write_all(int fd, const void *data, size_t n) {
@@ -433,6 +439,24 @@ static void dump(const char *source, const char *program_name, const char *arch,
   splat__log(SPLAT__LOG_INFO, "dumped %s/%s.{cu,log,ptx}", dir, base);
 }
 
+/* A kernel the disk cache could not take. Logged at warn level; where the user named the
+ * directory (SPLAT_CACHE_DIR) and warnings are off, also said once on stderr: every
+ * process would otherwise compile its kernels again (seconds a plan) without a word. */
+static void store_failed(const char *program_name, const char *dir, const char *why, int err) {
+  static int said = 0;
+  splat__log(SPLAT__LOG_WARN,
+             "kernel cache: cannot store %s in %s: %s (%s); continuing without the disk cache",
+             program_name, dir, why, strerror(err));
+  const char *named = getenv("SPLAT_CACHE_DIR");
+  if (named && *named && !splat__log_enabled(SPLAT__LOG_WARN) &&
+      !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+    fprintf(stderr,
+            "splat: SPLAT_CACHE_DIR=%s cannot hold the kernel cache: %s (%s); kernels are "
+            "compiled again in every process\n",
+            named, why, strerror(err));
+  }
+}
+
 /* ---------------------------------------------------------------- lookup */
 
 splat_status splat__kernel_cache_get(const char *source, const char *program_name, const char *arch,
@@ -510,9 +534,7 @@ splat_status splat__kernel_cache_get(const char *source, const char *program_nam
     const char *why = "";
     if (cache_file_write(dir, hex, &key, program_name, arch, out->cubin, out->cubin_size, out->log,
                          &why) != 0) {
-      splat__log(SPLAT__LOG_WARN,
-                 "kernel cache: cannot store %s in %s: %s (%s); continuing without the disk cache",
-                 program_name, dir, why, strerror(errno));
+      store_failed(program_name, dir, why, errno);
     }
   }
   return SPLAT_OK;
