@@ -200,8 +200,10 @@ class Pattern:
         self._source = source
         self._digest = digest
         self._row_width: Optional[int] = None
+        # Spec patterns are keyed by the library's canonical text, so spellings of one
+        # pattern ("window(3)", "window(3,3)", "window( 3 )") are equal and share plans.
         self.key: Tuple[Any, ...] = (
-            ("spec", source, self.seq_q, self.seq_k)
+            ("spec", self.spec, self.seq_q, self.seq_k)
             if source is not None
             else ("mask", digest, self.seq_q, self.seq_k)
         )

@@ -111,6 +111,16 @@ def test_mask_file_is_read_as_it_is_now(rng, tmp_path, monkeypatch):
     assert splat.Pattern('mask("m.npy")', 24) == splat.Pattern('mask("m.npy")', 24)
 
 
+def test_pattern_equality_by_canonical_spec():
+    """Spellings of one spec are one pattern (equal, one hash); other specs, sizes or
+    union orders are not (equality is by canonical text, not by mask content)."""
+    a, b = splat.Pattern("window(3)", 64), splat.Pattern("window( 3 , 3 )", 64)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != splat.Pattern("window(3,2)", 64)
+    assert a != splat.Pattern("window(3)", 65)
+    assert splat.Pattern("window(3)|global(2)", 64) == splat.Pattern("window(3,3) | global(2)", 64)
+
+
 def test_mask_file_spec_is_read_once_while_unchanged(rng, tmp_path, monkeypatch):
     """A string spec naming a file is read again only when the file's stamps (inode, size,
     mtime, ctime) change, or when it was modified in the last two seconds (a rewrite within
