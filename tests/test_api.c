@@ -209,6 +209,41 @@ static void test_ops(splat_context *ctx, splat_pattern *p) {
   CHECK(splat_attention(NULL, &tq, &tk, &tv, 0, &to, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(contains(splat_last_error(NULL), "plan is NULL"));
 
+  /* Outputs interleaved with inputs in one buffer ([B, S, 2H, D]: out the first H heads of
+   * each row, q the last H) share no element: accepted, the same result as separate
+   * buffers. Heads shifted by one row slot apart (out heads 0-3, q heads 3-6) do share. */
+  {
+    const int64_t H = 4, HD = 2 * H * D;
+    float *both = malloc((size_t)(2 * SEQ * HD) * 4), *sep = malloc(nq * 4);
+    CHECK(both && sep);
+    splat_tensor io = to, iq = tq;
+    io.data = both, iq.data = both + H * D;
+    io.strides[0] = iq.strides[0] = SEQ * HD, io.strides[1] = iq.strides[1] = D;
+    io.strides[2] = iq.strides[2] = HD, io.strides[3] = iq.strides[3] = 1;
+    for (int64_t b = 0; b < 2; b++)
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < SEQ; i++)
+          memcpy(both + b * SEQ * HD + i * HD + (H + h) * D, q + ((b * H + h) * SEQ + i) * D,
+                 D * 4);
+    splat_tensor ts2 = splat_tensor_contiguous(sep, SPLAT_F32, 2, 4, SEQ, D);
+    CHECK(splat_attention(plan, &tq, &tk, &tv, 0.5f, &ts2, NULL, NULL) == SPLAT_OK);
+    CHECK(splat_attention(plan, &iq, &tk, &tv, 0.5f, &io, NULL, NULL) == SPLAT_OK);
+    int same = 1;
+    for (int64_t b = 0; b < 2; b++)
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < SEQ; i++)
+          same &= !memcmp(both + b * SEQ * HD + i * HD + h * D, sep + ((b * H + h) * SEQ + i) * D,
+                          D * 4);
+    CHECK(same);
+    bad = iq, bad.data = both + (H - 1) * D;
+    EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &io, NULL, NULL),
+               "out overlaps q in memory");
+    bad = iq, bad.strides[1] = D + 1; /* different head strides: not proven apart, refused */
+    EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &io, NULL, NULL),
+               "out overlaps q in memory");
+    free(both), free(sep);
+  }
+
   /* Non-finite inputs are refused with the tensor named, before anything is written. */
   q[5 * D + 3] = NAN;
   EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &to, NULL, NULL), "q[");
