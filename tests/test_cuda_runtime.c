@@ -25,13 +25,13 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "cuda/attn_passes.h"
-#include "cuda/attn_split.h"
 #include "cuda/codegen.h"
 #include "cuda/cuda_types.h"
 #include "cuda/driver.h"
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
 #include "cuda/nvrtc.h"
+#include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
 #include "harness.h"
 #include "support/reference_patterns.h"
@@ -1012,7 +1012,7 @@ static void test_kernel_programs(void) {
 /* Random tiles split at random limits: every chunk of a tile within the limit, the chunks
  * together covering exactly the tile's key tiles in order, slots and merge entries
  * consistent; tiles within the limit copied. */
-static void test_attn_split(void) {
+static void test_tile_split(void) {
   enum { NT = 40, MAXR = 6 };
   splat_dev_tile tiles[NT];
   splat_dev_run runs[NT * MAXR];
@@ -1042,8 +1042,8 @@ static void test_attn_split(void) {
       }
     }
     const int tile_k = 64, max_k = 1 + trial % 17;
-    splat__attn_split sp;
-    if (splat__attn_split_build(tiles, NT, runs, tile_k, max_k, &sp) != SPLAT_OK) {
+    splat__tile_split sp;
+    if (splat__tile_split_build(tiles, NT, runs, tile_k, max_k, &sp) != SPLAT_OK) {
       bad = 1;
       break;
     }
@@ -1074,13 +1074,13 @@ static void test_attn_split(void) {
     }
     bad |= o != sp.ntiles || nslots != sp.nslots || nmerge != sp.nmerge;
     CHECKF(!bad, "split trial %d (limit %d)", trial, max_k);
-    splat__attn_split_free(&sp);
+    splat__tile_split_free(&sp);
   }
   /* No limit: everything copied. */
-  splat__attn_split sp;
-  CHECK(splat__attn_split_build(tiles, NT, runs, 64, 0, &sp) == SPLAT_OK);
+  splat__tile_split sp;
+  CHECK(splat__tile_split_build(tiles, NT, runs, 64, 0, &sp) == SPLAT_OK);
   CHECK(sp.ntiles == NT && sp.nmerge == 0 && sp.nslots == 0);
-  splat__attn_split_free(&sp);
+  splat__tile_split_free(&sp);
 
   int k = -1;
   unsetenv("SPLAT_ATTN_SPLIT");
@@ -1627,7 +1627,7 @@ int main(void) {
   test_kernel_programs();
   test_tma_views();
   test_tma_view_keys();
-  test_attn_split();
+  test_tile_split();
   test_sddmm_split_ktiles();
   test_ptxas_parse();
   test_nvrtc();

@@ -7,7 +7,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "cuda/attn_split.h"
+#include "cuda/tile_split.h"
 
 #include "../../kernels/params.cuh"
 

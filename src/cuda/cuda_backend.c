@@ -14,12 +14,12 @@
 #include "core/log.h"
 #include "core/timer.h"
 #include "cuda/attn_passes.h"
-#include "cuda/attn_split.h"
 #include "cuda/backend.h"
 #include "cuda/driver.h"
 #include "cuda/kcompile.h"
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
+#include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
 
 /* The driver table (loaded by the context) and the check of one driver call. */
@@ -80,7 +80,7 @@ struct splat__cuda_plan {
   splat_dev_pattern attn_pat;
   int64_t attn_ntiles, nmerge;
   /* The R-SDDMM tile kernel's tiles: pat's with the long ones split into chunks (each
-   * chunk's scores are final; attn_split.h splat__sddmm_split_ktiles). */
+   * chunk's scores are final; tile_split.h splat__sddmm_split_ktiles). */
   splat_dev_pattern sddmm_pat;
   int64_t sddmm_ntiles;
   CUdeviceptr part;
@@ -310,18 +310,18 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   }
   /* The fused attention's tiles of a single pass, split where a tile has more than
    * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
-  splat__attn_split split;
+  splat__tile_split split;
   memset(&split, 0, sizeof split);
   if (st == SPLAT_OK && al->max_ktiles > 0 && p->tile[SPLAT__KOP_ATTENTION]) {
-    st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k, al->max_ktiles, &split);
-    if (split.nmerge == 0) splat__attn_split_free(&split); /* nothing was split */
+    st = splat__tile_split_build(tiles, t->ntiles, runs, t->tile_k, al->max_ktiles, &split);
+    if (split.nmerge == 0) splat__tile_split_free(&split); /* nothing was split */
   }
-  splat__attn_split sd; /* the R-SDDMM's */
+  splat__tile_split sd; /* the R-SDDMM's */
   memset(&sd, 0, sizeof sd);
   if (st == SPLAT_OK && p->tile[SPLAT__KOP_SDDMM]) {
-    st = splat__attn_split_build(tiles, t->ntiles, runs, t->tile_k,
+    st = splat__tile_split_build(tiles, t->ntiles, runs, t->tile_k,
                                  splat__sddmm_split_ktiles(tiles, t->ntiles, runs), &sd);
-    if (sd.nmerge == 0) splat__attn_split_free(&sd);
+    if (sd.nmerge == 0) splat__tile_split_free(&sd);
   }
   int64_t off[23];
   if (st == SPLAT_OK) {
@@ -418,8 +418,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       }
     }
   }
-  splat__attn_split_free(&split);
-  splat__attn_split_free(&sd);
+  splat__tile_split_free(&split);
+  splat__tile_split_free(&sd);
   free(s.buf);
   free(tiles);
   free(runs);

@@ -1,6 +1,6 @@
-/* attn_split.c — splitting long query tiles into chunks over disjoint key ranges, for the
- * fused attention and the R-SDDMM (see attn_split.h). */
-#include "cuda/attn_split.h"
+/* tile_split.c — splitting long query tiles into chunks over disjoint key ranges, for the
+ * fused attention and the R-SDDMM (see tile_split.h). */
+#include "cuda/tile_split.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@ static int64_t tile_ktiles(const splat_dev_tile *t, const splat_dev_run *runs) {
   return k;
 }
 
-void splat__attn_split_free(splat__attn_split *s) {
+void splat__tile_split_free(splat__tile_split *s) {
   if (!s) return;
   free(s->tiles);
   free(s->runs);
@@ -22,9 +22,9 @@ void splat__attn_split_free(splat__attn_split *s) {
   memset(s, 0, sizeof *s);
 }
 
-splat_status splat__attn_split_build(const splat_dev_tile *tiles, int64_t ntiles,
+splat_status splat__tile_split_build(const splat_dev_tile *tiles, int64_t ntiles,
                                      const splat_dev_run *runs, int tile_k, int max_ktiles,
-                                     splat__attn_split *out) {
+                                     splat__tile_split *out) {
   memset(out, 0, sizeof *out);
   /* Sizes: every chunk boundary cuts at most one run in two. */
   int64_t nt = 0, nr = 0, nm = 0;
@@ -46,7 +46,7 @@ splat_status splat__attn_split_build(const splat_dev_tile *tiles, int64_t ntiles
   out->slots = malloc((size_t)(nt ? nt : 1) * sizeof *out->slots);
   out->merge = malloc((size_t)(nm ? nm : 1) * 4 * sizeof *out->merge);
   if (!out->tiles || !out->runs || !out->slots || !out->merge) {
-    splat__attn_split_free(out);
+    splat__tile_split_free(out);
     return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
   }
   for (int64_t i = 0; i < ntiles; i++) {
