@@ -110,6 +110,9 @@ else
   check "codegen with an unusable SPLAT_CACHE_DIR compiles or reports NVRTC missing" 1
 fi
 
+"$SPLAT" version --help >"$tmp/out" 2>&1; check "version --help exits 0" $?
+contains "$tmp/out" "usage: splat version"; check "version --help prints its usage" $?
+
 "$SPLAT" env >"$tmp/out" 2>&1; check "env exits 0" $?
 contains "$tmp/out" "cuda:"; check "env reports cuda" $?
 

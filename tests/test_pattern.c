@@ -594,6 +594,7 @@ static void test_parse_errors(void) {
       {"", SPLAT_ERR_PARSE, 1, "expected a pattern name or '('"},
       {"   ", SPLAT_ERR_PARSE, 4, "found end of spec"},
       {"windo(3)", SPLAT_ERR_PARSE, 1, "unknown pattern 'windo' (known patterns: dense, causal"},
+      {"w\xc3\xafndow(3)", SPLAT_ERR_PARSE, 2, "ASCII letters, digits and '_' (found byte 0xc3)"},
       {"window(3", SPLAT_ERR_PARSE, 9, "expected ',' or ')'"},
       {"window(3))", SPLAT_ERR_PARSE, 10, "unbalanced ')'"},
       {"(window(3)", SPLAT_ERR_PARSE, 11, "expected ')' to close the '(' at column 1"},

@@ -60,7 +60,7 @@ static const char *usage_run =
     "  --heads H         query heads [4]\n"
     "  --heads-kv G      key/value heads, dividing H (grouped-query attention) [H]\n"
     "  --head-dim D      [64]\n"
-    "  --dtype T         f32, f16 or bf16 [bf16]\n"
+    "  --dtype T         f32, f16 or bf16 (or float32, fp16, bfloat16, ...) [bf16]\n"
     "  --backend X       auto, cpu or cuda [auto]\n"
     "  --threads N       CPU threads [all cores]\n"
     "  --repeat R        timed repetitions, median reported [3]\n"
@@ -80,7 +80,7 @@ static const char *usage_codegen =
     "  --seq N           query rows (required)\n"
     "  --seq-k M         key columns [N]\n"
     "  --head-dim D      head dimension (required)\n"
-    "  --dtype T         f32, f16 or bf16 (required)\n"
+    "  --dtype T         f32, f16 or bf16 (or float32, fp16, bfloat16, ...) (required)\n"
     "  --arch A          target, e.g. sm_90a, sm_80 [sm_90a]\n"
     "  --op OP           sddmm, softmax, spmm, attention or all [all]\n"
     "  --source-only     print the sources, do not compile\n";
@@ -849,6 +849,10 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
   if (!strcmp(cmd, "codegen")) return cmd_codegen(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    if (wants_help(argc - 2, argv + 2)) {
+      printf("usage: splat version\n\nPrints the library's version (splat_version()).\n");
+      return 0;
+    }
     if (argc > 2) {
       fprintf(stderr, "splat version: unexpected argument '%s'\n", argv[2]);
       return 2;

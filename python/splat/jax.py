@@ -45,7 +45,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from . import _build, _lib
 from .errors import Error, invalid
-from .ops import SHORT_DTYPES, as_pattern, check_4d, float32_scale, resolve_scale
+from .ops import SHORT_DTYPES, as_pattern, check_4d, float32_scale, resolve_scale, values_pattern
 from .pattern import Pattern
 
 try:
@@ -274,11 +274,16 @@ def sddmm(q: Any, k: Any, pattern: Union[Pattern, str], scale: Optional[float] =
 
 
 def softmax(
-    scores: Any, pattern: Union[Pattern, str], scale: float = 1.0, return_lse: bool = False
+    scores: Any,
+    pattern: Union[Pattern, str],
+    scale: float = 1.0,
+    return_lse: bool = False,
+    seq_k: Optional[int] = None,
 ) -> Union[Any, Tuple[Any, Any]]:
-    """Row softmax of ``scale * scores`` over ACSR values (see ``splat.softmax``)."""
+    """Row softmax of ``scale * scores`` over ACSR values (see ``splat.softmax``; a spec
+    string needs ``seq_k``). Padding entries are unspecified."""
     s = _check(scores, "scores")
-    pat = as_pattern(pattern, s.shape[2], s.shape[2])
+    pat = values_pattern(pattern, s.shape[2], seq_k, "splat.jax.softmax")
     _check_seq(pat, s.shape[2], None)
     if s.shape[3] != pat.row_width:
         raise invalid(f"scores.shape[3]={s.shape[3]} but the pattern's row width W is {pat.row_width}")

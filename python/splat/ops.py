@@ -137,6 +137,21 @@ def as_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: int) -> Pattern:
     raise invalid(f"pattern={pattern!r} must be a splat.Pattern or a spec string")
 
 
+def values_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: Optional[int], fn: str) -> Pattern:
+    """The pattern of an op on ACSR values alone (softmax): their shape gives seq_q but not
+    seq_k, so spec text needs ``seq_k`` (parsed as seq_q x seq_q, a pattern of more keys
+    would be normalised over the wrong entries without a word); a Pattern must match it."""
+    if isinstance(pattern, str) and seq_k is None:
+        raise invalid(
+            f"{fn}: pattern={pattern!r} is spec text, and the scores do not say how many keys "
+            "their rows see: pass seq_k= (the keys' sequence length) or a splat.Pattern"
+        )
+    pat = as_pattern(pattern, seq_q, seq_q if seq_k is None else int(seq_k))
+    if seq_k is not None and pat.seq_k != seq_k:
+        raise invalid(f"{fn}: seq_k={seq_k} but the pattern has {pat.seq_k} keys")
+    return pat
+
+
 def float32_scale(scale: Any) -> float:
     """A scale as the C library takes it (a float32): a real number (a Python or numpy
     scalar, a 0-d array, a jax or torch scalar), finite in float32."""
@@ -311,15 +326,20 @@ def sddmm(
 
 
 def softmax(
-    scores: Any, pattern: Union[Pattern, str], scale: float = 1.0, return_lse: bool = False
+    scores: Any,
+    pattern: Union[Pattern, str],
+    scale: float = 1.0,
+    return_lse: bool = False,
+    seq_k: Optional[int] = None,
 ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """Row softmax of ``scale * scores`` over each row's visible entries (ACSR values
     [batch, heads, seq_q, W] as ``sddmm`` returns them). ``scale`` is used as given.
     Returns probs in the scores' dtype (padding 0), and with ``return_lse`` the
-    float32 log-sum-exp [batch, heads, seq_q]. A string pattern needs seq_q = seq_k."""
+    float32 log-sum-exp [batch, heads, seq_q]. A spec string needs ``seq_k`` (the keys'
+    sequence length: the scores do not carry it)."""
     sa, code = _array(scores, "scores")
     B, H, Sq, _ = sa.shape
-    pat = as_pattern(pattern, Sq, Sq)
+    pat = values_pattern(pattern, Sq, seq_k, "splat.softmax")
     scale = float32_scale(scale)
     plan = plan_cache.get(pat, max(B, 1), H, H, _VALUES_ONLY_HEAD_DIM, code, "cpu", _lib.OPS_UNFUSED)
     probs = np.zeros(sa.shape, dtype=sa.dtype)

@@ -148,6 +148,15 @@ def test_unfused_pipeline(rng, dtype):
 
     s, lse, out = pipeline(q, k, v)
     W = pat.row_width
+    # Spec text: the scores do not carry seq_k, so softmax needs it (compared on each row's
+    # entries: padding is unspecified in splat.jax).
+    with pytest.raises(splat.Error, match=r"seq_k="):
+        sj.softmax(s, spec)
+    entries = np.arange(W)[None, :] < mask.sum(axis=1)[:, None]
+    np.testing.assert_array_equal(
+        np.where(entries, np.asarray(sj.softmax(s, spec, seq_k=seq_k)), 0),
+        np.where(entries, np.asarray(sj.softmax(s, pat)), 0),
+    )
     assert s.shape == (2, 2, seq_q, W) and W == int(mask.sum(axis=1).max())
     dense_s = 0.5 * np.einsum("bhid,bhjd->bhij", q.astype(np.float64), k.astype(np.float64))
     got_s = np.asarray(s)

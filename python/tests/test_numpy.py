@@ -111,6 +111,23 @@ def test_mask_file_is_read_as_it_is_now(rng, tmp_path, monkeypatch):
     assert splat.Pattern('mask("m.npy")', 24) == splat.Pattern('mask("m.npy")', 24)
 
 
+def test_softmax_spec_text_needs_seq_k(rng):
+    """The scores do not carry seq_k: softmax refuses spec text without it, and with it
+    (seq_q != seq_k) normalises over each row's true entries."""
+    q = rng.standard_normal((1, 1, 20, 8)).astype(np.float32)
+    k, v = (rng.standard_normal((1, 1, 30, 8)).astype(np.float32) for _ in range(2))
+    spec = "window(0,19)"
+    scores = splat.sddmm(q, k, spec, scale=0.5)
+    with pytest.raises(splat.Error, match=r"seq_k="):
+        splat.softmax(scores, spec)
+    with pytest.raises(splat.Error, match=r"seq_k=20 but the pattern has 30 keys"):
+        splat.softmax(scores, splat.Pattern(spec, 20, 30), seq_k=20)
+    probs = splat.softmax(scores, spec, seq_k=30)
+    np.testing.assert_array_equal(probs, splat.softmax(scores, splat.Pattern(spec, 20, 30)))
+    mask = ref.mask_of(ref.window(0, 19), 20, 30)
+    ref.assert_close(splat.spmm(probs, v, spec), ref.attention(q, k, v, mask, scale=0.5)[0], "float32", "rectangular")
+
+
 def test_pattern_equality_by_canonical_spec():
     """Spellings of one spec are one pattern (equal, one hash); other specs, sizes or
     union orders are not (equality is by canonical text, not by mask content)."""
@@ -217,8 +234,9 @@ def test_byte_swapped_inputs_are_read_as_their_values(rng):
         ref.assert_close(out, ref.attention(q, k, v, mask)[0], np.dtype(native).name, "byte-swapped")
         scores = splat.sddmm(qs, ks, "causal")
         np.testing.assert_array_equal(scores, splat.sddmm(q, k, "causal"))
-        probs = splat.softmax(scores.astype(scores.dtype.newbyteorder()), "causal")
-        np.testing.assert_array_equal(probs, splat.softmax(scores, "causal"))
+        seq = q.shape[2]
+        probs = splat.softmax(scores.astype(scores.dtype.newbyteorder()), "causal", seq_k=seq)
+        np.testing.assert_array_equal(probs, splat.softmax(scores, "causal", seq_k=seq))
         np.testing.assert_array_equal(splat.spmm(probs, vs, "causal"), splat.spmm(probs, v, "causal"))
 
 

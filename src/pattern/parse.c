@@ -366,6 +366,10 @@ static splat_status parse_factor(parser *p, int *idx) {
          (p->s[end] >= '0' && p->s[end] <= '9') || p->s[end] == '_')
     end++;
   const size_t len = end - at;
+  if ((unsigned char)p->s[end] >= 0x80) { /* "wïndow": not the name 'w' */
+    return fail_at(p, SPLAT_ERR_PARSE, end,
+                   "pattern names are ASCII letters, digits and '_' (found %s)", found(p, end, fb));
+  }
   p->pos = end;
   if (len == 4 && memcmp(p->s + at, "mask", 4) == 0) return parse_mask(p, at, idx);
   for (size_t k = 0; k < sizeof DEFS / sizeof DEFS[0]; k++) {
