@@ -53,12 +53,28 @@ typedef struct splat_pipe {
   int li, ls, issued;
 } splat_pipe;
 
+/* Whether two runs gather the same key group (phase, stride, width): their rows' interval
+ * tables are the same. */
+SPLAT_DEV bool splat_same_group(const splat_dev_run &a, const splat_dev_run &c) {
+  return a.phase == c.phase && a.stride == c.stride && a.width == c.width;
+}
+
+/* Whether run j of a tile's nruns goes on from run j - 1: the same group, the next keys
+ * (key tiles of tile_k keys), so a row's interval may go on across them. */
+SPLAT_DEV bool splat_runs_join(const splat_dev_run *runs, int nruns, int j, int tile_k) {
+  if (j <= 0 || j >= nruns) return false;
+  const splat_dev_run a = runs[j - 1];
+  const splat_dev_run c = runs[j];
+  return splat_same_group(a, c) && a.base + a.ntiles * tile_k == c.base;
+}
+
 /* Issues the next sub-tile of `tile` (rows sRow[0..nrows), nsub sub-tiles of KT keys
  * per key tile of a run; runs: the tile's runs, pat.runs + tile.run_begin or a copy in
  * shared memory). load(run, g0, stage): gathers gathered indices [g0, g0 + KT) of run into
- * ring stage `stage`. sIv, sNiv: STAGES x TQ tables; a run of the previous run's group
- * copies that run's tables (each thread its own row's, which it built; buffer tb is not in
- * use, so neither is the other) instead of reading the row's segments again. */
+ * ring stage `stage` (issued first: its latency overlaps the tables' loads). sIv, sNiv:
+ * STAGES x TQ tables; a run of the previous run's group copies that run's tables (each
+ * thread its own row's, which it built; buffer tb is not in use, so neither is the other)
+ * instead of reading the row's segments again. */
 template <int TQ, int STAGES, int KT, class Load>
 SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
                                 const splat_dev_tile &tile, const splat_dev_run *runs, int nrows,
@@ -66,15 +82,11 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
                                 const Load &load) {
   if (q.li < tile.nruns) {
     const splat_dev_run run = runs[q.li];
+    load(run, (int64_t)run.base + (int64_t)q.ls * KT, q.issued % STAGES);
     if (q.ls == 0 && threadIdx.x < TQ) {
       const int r = threadIdx.x, tb = q.li % STAGES;
       splat_ival *iv = sIv + (tb * TQ + r) * SPLAT_MAX_SEGS;
-      bool same = false;
-      if (q.li > 0) {
-        const splat_dev_run pr = runs[q.li - 1];
-        same = pr.phase == run.phase && pr.stride == run.stride && pr.width == run.width;
-      }
-      if (same) {
+      if (q.li > 0 && splat_same_group(runs[q.li - 1], run)) {
         const int pb = (q.li - 1) % STAGES, n = sNiv[pb * TQ + r];
         const splat_ival *pv = sIv + (pb * TQ + r) * SPLAT_MAX_SEGS;
         for (int k = 0; k < n; k++) iv[k] = pv[k];
@@ -84,7 +96,6 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
             r < nrows ? splat_row_intervals(pat, sRow[r], run.phase, run.stride, run.width, iv) : 0;
       }
     }
-    load(run, (int64_t)run.base + (int64_t)q.ls * KT, q.issued % STAGES);
     if (++q.ls == run.ntiles * nsub) {
       q.li++;
       q.ls = 0;

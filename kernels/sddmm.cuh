@@ -76,14 +76,18 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
  * SPLAT_WARPS warps takes 16 rows a warp; each key sub-tile's scores are staged in shared
  * memory (a warp its own 16 rows) and written out row by row through the interval tables.
  * SPLAT_SDDMM_BULK (prelude, 0 when absent; kgen.c sets it for sddmm_wgmma.cuh with
- * 128-key sub-tiles of 16-bit scores, 256 bytes a row): a row's whole 16-byte chunks go
- * out by one bulk copy (wgmma.cuh splat_bulk_store, sm_90) instead of the lanes' 16-byte
- * stores. */
+ * 128-key sub-tiles of 16-bit scores, 256 bytes a row): each staging row is shifted to its
+ * scores' place in their 16-byte chunks, so a row's whole chunks are one aligned range;
+ * 1: it goes out by one bulk copy (wgmma.cuh splat_bulk_store, sm_90); 2: by the warp's row
+ * stores (splat_sddmm_row_stores: 16-byte stores, two rows a pass). Without it the lanes
+ * store 16-byte chunks from any staging entry. */
 #ifndef SPLAT_SDDMM_BULK
 #define SPLAT_SDDMM_BULK 0
 #endif
+#define SPLAT_SDDMM_COPIES (SPLAT_SDDMM_BULK == 1)   /* bulk copies */
+#define SPLAT_SDDMM_ROWSTORE (SPLAT_SDDMM_BULK == 2) /* the warp's row stores */
 #if SPLAT_SDDMM_BULK
-#ifndef SPLAT_KERNELS_WGMMA_CUH
+#if SPLAT_SDDMM_COPIES && !defined(SPLAT_KERNELS_WGMMA_CUH)
 #error "SPLAT_SDDMM_BULK: include wgmma.cuh (its bulk copies) before sddmm.cuh"
 #endif
 static_assert(SPLAT_WLPR == 2, "bulk write-out: two lanes a row");
@@ -191,17 +195,28 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
  * the range ends inside it; one chunk when both) element by element, by lanes 0 and 1. */
 template <bool BULK>
 SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char *wo, int src,
-                                 int sub) {
+                                 int sub, uint4 &job) {
   static_assert(!BULK || SPLAT_SDDMM_BULK, "bulk ranges only in bulk write-out programs");
   const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
   uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
   const int kf0 = mis > 0, kf1 = (mis + len) >> SPLAT_OVS;
   const int src0 = src - mis;
   if constexpr (BULK) {
-#if SPLAT_SDDMM_BULK /* splat_bulk_store: wgmma.cuh, included by bulk programs only */
+#if SPLAT_SDDMM_COPIES /* splat_bulk_store: wgmma.cuh, included by bulk programs only */
     if (sub == 0 && kf1 > kf0)
       splat_bulk_store(cbase + kf0, splat_smem_addr(wo + (src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ),
                        (uint32_t)(kf1 - kf0) * 16u);
+#else
+    /* The warp's row stores (splat_sddmm_row_stores) take one range a row and sub-tile; a
+     * second one (rare: two intervals of one phase in a sub-tile) the lanes store here. */
+    if (job.w == 0 && kf1 > kf0) {
+      const unsigned long long a = (unsigned long long)(cbase + kf0);
+      job = make_uint4((uint32_t)a, (uint32_t)(a >> 32),
+                       (uint32_t)((src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ), (uint32_t)(kf1 - kf0));
+    } else {
+      for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
+        cbase[k] = *(const uint4 *)(wo + (src0 + (k << SPLAT_OVS)) * SPLAT_OSZ);
+    }
 #endif
   } else {
 #pragma unroll 2
@@ -240,7 +255,7 @@ SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char 
 SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
                                  const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
                                  int nrows, int warp, int lane, int32_t g0, bool cin, bool last,
-                                 int64_t bh_off, bool vec, int shift) {
+                                 int64_t bh_off, bool vec, int shift, uint4 &job) {
   const int sub = lane % SPLAT_WLPR;
   bool carried = false; /* this lane left entries for the next sub-tile */
 #pragma unroll
@@ -277,11 +292,11 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
 #if SPLAT_SDDMM_BULK
           if (bulk) {
-            splat_sddmm_range<true>(d, len, wo, src, sub);
+            splat_sddmm_range<true>(d, len, wo, src, sub, job);
             continue;
           }
 #endif
-          splat_sddmm_range<false>(d, len, wo, src, sub);
+          splat_sddmm_range<false>(d, len, wo, src, sub, job);
         } else {
           for (int k2 = sub; k2 < len; k2 += SPLAT_WLPR) {
             splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,
@@ -329,7 +344,7 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads, hk = h / P.shape.heads_per_kv;
     const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
-#if SPLAT_SDDMM_BULK
+#if SPLAT_SDDMM_COPIES
     splat_bulk_wait_read<0>(); /* this thread's bulk copies have read the staging tile */
 #endif
     __syncthreads(); /* sRow is in; the previous (b, h) is done with Q, staging and tables */
@@ -337,14 +352,7 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
     splat_cp_async_commit();
     splat_pipe pipe = {0, 0, 0};
     int ci = 0, cs = 0, it = 0;
-    /* Whether run j of the tile goes on from run j - 1: the same group, the next keys. */
-    auto joins = [&](int j) {
-      if (j <= 0 || j >= tile.nruns) return false;
-      const splat_dev_run a = runs[j - 1];
-      const splat_dev_run c = runs[j];
-      return a.phase == c.phase && a.stride == c.stride && a.width == c.width &&
-             a.base + a.ntiles * SPLAT_TILE_K == c.base;
-    };
+    auto joins = [&](int j) { return splat_runs_join(runs, tile.nruns, j, SPLAT_TILE_K); };
     bool from_prev = false, into_next = joins(1);
     for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
       splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
@@ -369,10 +377,49 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
       }
     }
   }
-#if SPLAT_SDDMM_BULK
+#if SPLAT_SDDMM_COPIES
   splat_bulk_wait_read<0>(); /* the shared memory outlives this thread's bulk copies' reads */
 #endif
 }
+
+#if SPLAT_SDDMM_ROWSTORE
+/* An L2 policy of evict-first (sm_80+) for data written once and read by a later kernel
+ * at most: the whole chunks of scores, which leave the L2 first, while the partial sectors at
+ * their ends, which the neighbouring entries' element stores complete later, stay
+ * (window 1.04-1.08x, blocked 1.05-1.06x over plain stores, bench/NOTES.md v15). */
+SPLAT_DEV uint64_t splat_l2_evict_first_policy() {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+  return pol;
+}
+/* 16 bytes to global memory at p (16-byte aligned) under L2 policy pol. */
+SPLAT_DEV void splat_st16_evict_first(uint4 *p, uint4 v, uint64_t pol) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w), "l"(pol)
+               : "memory");
+}
+
+/* The warp's row stores: each of its 16 staging rows' whole chunks (records recs[0 .. 16),
+ * one a row, from splat_sddmm_write: x, y the global address of the first chunk, z its
+ * staging byte offset from wo, w the chunk count, up to 17 with a carried tail, 0 for none)
+ * by 16-byte stores, two rows a pass, lanes 16 h + k storing chunk k (and k + 16) of row
+ * 2 p + h: each store instruction writes two rows' contiguous runs, where the bulk copies'
+ * issue (one a row, its operands through uniform registers) cost more for rows of one
+ * interval (bench/NOTES.md v15). */
+SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs, int lane) {
+  const int k = lane & 15;
+  const uint64_t pol = splat_l2_evict_first_policy();
+#pragma unroll 2
+  for (int p = 0; p < 8; p++) {
+    const uint4 j = recs[2 * p + (lane >> 4)];
+    uint4 *d = (uint4 *)(((unsigned long long)j.y << 32) | j.x);
+    const unsigned char *s = wo + j.z;
+    if (k < (int)j.w) splat_st16_evict_first(d + k, *(const uint4 *)(s + 16 * k), pol);
+    if (k + 16 < (int)j.w)
+      splat_st16_evict_first(d + k + 16, *(const uint4 *)(s + 16 * (k + 16)), pol);
+  }
+}
+#endif
 
 /* Before a warp's sub-tile g0 (one its rows meet) is computed, with bulk copies: lane
  * 2 rl's copies of the previous sub-tile have read staging row rl (lanes 2 rl, 2 rl + 1
@@ -395,7 +442,9 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
   const int rl = lane >> 1, r = 16 * warp + rl;
   unsigned char *row = wo + rl * SPLAT_LDO * SPLAT_OSZ;
   if ((lane & 1) == 0) {
+#if SPLAT_SDDMM_COPIES
     splat_bulk_wait_read<0>();
+#endif
     if (carry && !first) *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
   }
   if (vec && r < nrows) {
@@ -422,28 +471,39 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
                                 const int *sRow, int tb, int nrows, int warp, int lane, bool first,
                                 bool last, int32_t g0, int64_t bh_off, bool vec, int shift,
-                                bool &carry) {
+                                bool &carry, uint4 *recs) {
 #if SPLAT_SDDMM_BULK
   const int g = lane >> 2;
   const int sh0 = __shfl_sync(0xffffffffu, shift, 2 * g),
             sh1 = __shfl_sync(0xffffffffu, shift, 2 * g + 16);
   __syncwarp();
   splat_sddmm_stage(acc, P.scale, wo, lane, sh0, sh1);
+#if SPLAT_SDDMM_COPIES
   splat_fence_proxy_async(); /* the staged scores -> visible to the bulk copies */
+#endif
   __syncwarp();
+  uint4 job = make_uint4(0u, 0u, 0u, 0u);
   /* Each row's copies are issued by its even lane: a loop over the warp's lanes (the copy's
    * operands are uniform registers), cheaper here than lane 0 issuing all 16 rows' copies
    * from records in shared memory (bench/NOTES.md v14). */
   carry = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, carry && !first,
-                            last, bh_off, vec, shift);
+                            last, bh_off, vec, shift, job);
+#if SPLAT_SDDMM_COPIES
   if ((lane & 1) == 0) splat_bulk_commit();
+#else
+  if ((lane & 1) == 0) recs[lane >> 1] = job;
+  __syncwarp();
+  splat_sddmm_row_stores(wo, recs, lane);
+#endif
 #else
   (void)carry;
   (void)shift;
   splat_sddmm_stage(acc, P.scale, wo, lane, 0, 0);
   __syncwarp();
+  (void)recs;
+  uint4 job = make_uint4(0u, 0u, 0u, 0u);
   const bool carried = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, !first,
-                                         last, bh_off, vec, 0);
+                                         last, bh_off, vec, 0, job);
   __syncwarp();
   if (__any_sync(0xffffffffu, carried)) {
     /* The last CARRY staged scores of each row to its carry columns, for the next sub-tile
@@ -571,7 +631,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
 #endif
         splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
-                         bh_off, vec, shift, carry);
+                         bh_off, vec, shift, carry, nullptr);
       });
 }
 

@@ -54,10 +54,11 @@ static_assert(SPLAT_WARPS == 4 &&
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, the
  * K ring, the lo tile (f32), Q / staging, the tile's runs, STAGES interval tables +
  * counts, row ids. */
-#define SPLAT_SDDMM_SMEM                                                 \
-  (1024 + (SPLAT_STAGES + SPLAT_WG_F32) * SPLAT_KBYTES + SPLAT_QOBYTES + \
-   SPLAT_SDDMM_RUNS * (int)sizeof(splat_dev_run) +                       \
-   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
+#define SPLAT_SDDMM_SMEM                                                                     \
+  (1024 + (SPLAT_STAGES + SPLAT_WG_F32) * SPLAT_KBYTES + SPLAT_QOBYTES +                     \
+   SPLAT_SDDMM_RUNS * (int)sizeof(splat_dev_run) +                                           \
+   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4 + \
+   (SPLAT_SDDMM_ROWSTORE ? SPLAT_TQ * 16 : 0))
 
 static_assert(
     SPLAT_SDDMM_SMEM == SPLAT_TILE_SMEM,
@@ -106,6 +107,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
   splat_ival *sIv = (splat_ival *)(sRuns + SPLAT_SDDMM_RUNS);
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
+  /* With row stores, each warp's 16 row records (splat_sddmm_row_stores). */
+  uint4 *sRec = (uint4 *)(sRow + SPLAT_TQ) + 16 * (threadIdx.x >> 5);
   const uint32_t k_addr = splat_smem_addr(sK);
   const SPLAT_QK_T *sQ = (const SPLAT_QK_T *)sQO;
 
@@ -186,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
         splat_wgmma_fence_acc(acc);
         if (touches)
           splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
-                           bh_off, vec, shift, carry);
+                           bh_off, vec, shift, carry, sRec);
       });
 }
 

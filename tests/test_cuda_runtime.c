@@ -415,14 +415,26 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(sd->tile && sd->wgmma == SYNC && sd->kt == 128 && sd->stages == 2);
   splat__kspec_names(sd, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg1_w2_bulk"), "%s",
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg1_w2_rows"), "%s",
          tile);
-  /* Bulk copies (128 keys of 16-bit scores: 256 bytes a row): 2 lanes a row, regrouped too. */
-  CHECK(sd->bulk_write);
-  splat__kspec_write_lanes(sp, 1);
-  CHECK(sd->write_lanes == 2);
+  /* Shifted staging rows (128 keys of 16-bit scores: 256 bytes a row): 2 lanes a row,
+   * regrouped too; rows of one interval by the warp's row stores (16-byte records a row). */
+  splat__kspec_write_lanes(sp, 0);
+  CHECK(sd->bulk_write == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
   CHECK(splat__kspec_tile_smem(sd) ==
-        1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256);
+        1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256 + 64 * 16);
+  /* Regrouped rows (dilated) keep the bulk copies. */
+  splat__kspec_write_lanes(sp, 1);
+  CHECK(sd->bulk_write == SPLAT__WRITE_BULK && sd->write_lanes == 2);
+  /* Rows of two intervals by bulk copies. */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  splat__kspec_names(sd, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg2_w2_bulk"), "%s",
+         tile);
+  CHECK(sd->bulk_write == SPLAT__WRITE_BULK &&
+        splat__kspec_tile_smem(sd) ==
+            1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 36 + 256);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(splat__kspec_use_sddmm_wgmma(sd, 0) == 1 && sd->kt == 128); /* already converted */
   /* SPLAT_SDDMM_WGMMA=0 gives the mma.sync kernel its own 64-key sub-tiles in 3 stages. */
   setenv("SPLAT_SDDMM_WGMMA", "0", 1);
@@ -836,7 +848,8 @@ static void test_attn_epilogues(void) {
   CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
-        sp[SPLAT__KOP_SDDMM].bulk_write && sp[SPLAT__KOP_SDDMM].write_lanes == 2);
+        sp[SPLAT__KOP_SDDMM].bulk_write == SPLAT__WRITE_BULK &&
+        sp[SPLAT__KOP_SDDMM].write_lanes == 2);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
   CHECK(sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SDDMM].bulk_write &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 4);

@@ -162,6 +162,11 @@ int main(void) {
         splat__kspec wk = s;
         wk.tile_k = 64;
         if (wf.kt == 128 && splat__kspec_use_sddmm_wgmma(&wk, 0)) add_arch(&wk, "sm_90a");
+        /* Rows of one interval: the warp's row stores instead of bulk copies. */
+        splat__kspec w1 = s;
+        w1.max_segs = 1;
+        if (splat__kspec_use_sddmm_wgmma(&w1, 0) && w1.bulk_write == SPLAT__WRITE_ROWS)
+          add_arch(&w1, "sm_90a");
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
          * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where
          * its default is 128. */

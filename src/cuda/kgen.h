@@ -36,8 +36,8 @@ typedef struct splat__kspec {
   int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm SYNC
                     * means sddmm_wgmma.cuh */
   int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 4 */
-  int bulk_write;  /* sddmm wgmma kernel: a row's whole 16-byte chunks of scores go out by
-                    * one bulk copy (kernels/sddmm.cuh SPLAT_SDDMM_BULK) */
+  int bulk_write;  /* sddmm wgmma kernel: how a row's whole 16-byte chunks of scores go out
+                    * (SPLAT__WRITE_*; kernels/sddmm.cuh SPLAT_SDDMM_BULK) */
   int epi;         /* attention tile kernel: its one epilogue (kernels/params.cuh SPLAT_EPI_*:
                     * PLAIN for one pass without split tiles, SPLIT, or PASS1 for two-pass
                     * plans, whose second pass is a PASS2 kernel of its own) */
@@ -62,6 +62,9 @@ enum {
 /* The sm_90a attention tile kernels: the warp-specialised attention_ws.cuh (the default)
  * and attention_wgmma.cuh (SPLAT_ATTN_WS=0, and where the other does not fit). */
 enum { SPLAT__WGMMA_NONE = 0, SPLAT__WGMMA_SYNC = 1, SPLAT__WGMMA_WS = 2 };
+/* The R-SDDMM's write-out of whole chunks: the lanes' 16-byte stores from any staging
+ * entry; from shifted staging rows, one bulk copy a row, or the warp's row stores. */
+enum { SPLAT__WRITE_LANES = 0, SPLAT__WRITE_BULK = 1, SPLAT__WRITE_ROWS = 2 };
 
 /* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
  * head_dim % 8 == 0, tile_q a multiple of 16 up to 128 and tile_k a multiple of 16. */
