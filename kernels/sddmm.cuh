@@ -207,15 +207,13 @@ SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char 
       splat_bulk_store(cbase + kf0, splat_smem_addr(wo + (src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ),
                        (uint32_t)(kf1 - kf0) * 16u);
 #else
-    /* The warp's row stores (splat_sddmm_row_stores) take one range a row and sub-tile; a
-     * second one (rare: two intervals of one phase in a sub-tile) the lanes store here. */
-    if (job.w == 0 && kf1 > kf0) {
+    /* The range for the warp's row stores (splat_sddmm_row_stores): a row of one interval
+     * (SPLAT_MAX_SEGS 1) has one a sub-tile. */
+    (void)sub;
+    if (kf1 > kf0) {
       const unsigned long long a = (unsigned long long)(cbase + kf0);
       job = make_uint4((uint32_t)a, (uint32_t)(a >> 32),
                        (uint32_t)((src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ), (uint32_t)(kf1 - kf0));
-    } else {
-      for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
-        cbase[k] = *(const uint4 *)(wo + (src0 + (k << SPLAT_OVS)) * SPLAT_OSZ);
     }
 #endif
   } else {
@@ -401,11 +399,15 @@ SPLAT_DEV void splat_st16_evict_first(uint4 *p, uint4 v, uint64_t pol) {
 
 /* The warp's row stores: each of its 16 staging rows' whole chunks (records recs[0 .. 16),
  * one a row, from splat_sddmm_write: x, y the global address of the first chunk, z its
- * staging byte offset from wo, w the chunk count, up to 17 with a carried tail, 0 for none)
- * by 16-byte stores, two rows a pass, lanes 16 h + k storing chunk k (and k + 16) of row
- * 2 p + h: each store instruction writes two rows' contiguous runs, where the bulk copies'
- * issue (one a row, its operands through uniform registers) cost more for rows of one
- * interval (bench/NOTES.md v15). */
+ * staging byte offset from wo, w the chunk count, 0 for none) by 16-byte stores, two rows a
+ * pass, lane 16 h + k storing chunk k of row 2 p + h: each store instruction writes two
+ * rows' contiguous runs, where the bulk copies' issue (one a row, its operands through
+ * uniform registers) cost more for rows of one interval (bench/NOTES.md v15). A row's whole
+ * chunks lie in staging entries [0, shift + KT), shift < OV (the carried tail, then the
+ * sub-tile), chunk-aligned from entry 0: at most 16. */
+static_assert(!SPLAT_SDDMM_ROWSTORE ||
+                  (SPLAT_MAX_SEGS == 1 && SPLAT_OV - 1 + SPLAT_KT < 17 * SPLAT_OV),
+              "row stores: one interval a row, at most 16 whole chunks a row and sub-tile");
 SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs, int lane) {
   const int k = lane & 15;
   const uint64_t pol = splat_l2_evict_first_policy();
@@ -415,8 +417,6 @@ SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs
     uint4 *d = (uint4 *)(((unsigned long long)j.y << 32) | j.x);
     const unsigned char *s = wo + j.z;
     if (k < (int)j.w) splat_st16_evict_first(d + k, *(const uint4 *)(s + 16 * k), pol);
-    if (k + 16 < (int)j.w)
-      splat_st16_evict_first(d + k + 16, *(const uint4 *)(s + 16 * (k + 16)), pol);
   }
 }
 #endif
