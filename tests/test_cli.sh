@@ -46,6 +46,11 @@ contains "$tmp/out" "\^"; check "bad spec message has a caret" $?
 "$SPLAT" analyze "window(3)" >"$tmp/out" 2>&1; test $? -eq 2; check "missing --seq exits 2" $?
 "$SPLAT" analyze "window(3)" --seq -5 >"$tmp/out" 2>&1; test $? -eq 2; check "negative --seq exits 2" $?
 "$SPLAT" analyze "window(3)" --seq 10 --tile 12 >"$tmp/out" 2>&1; test $? -eq 2; check "bad --tile exits 2" $?
+"$SPLAT" analyze "window(3)" --seq 10 --seq 20 >"$tmp/out" 2>&1; test $? -eq 2; check "repeated --seq exits 2" $?
+contains "$tmp/out" "--seq given twice ('10', then '20')"; check "repeated --seq names both values" $?
+"$SPLAT" run --seq 64 --dtype f16 --dtype bf16 >"$tmp/out" 2>&1; test $? -eq 2; check "run: repeated --dtype exits 2" $?
+contains "$tmp/out" "splat run: --dtype given twice"; check "run: repeated --dtype named" $?
+"$SPLAT" codegen "window(3)" --seq 64 --head-dim 64 --dtype f16 --op sddmm --op spmm --source-only >"$tmp/out" 2>&1; test $? -eq 2; check "codegen: repeated --op exits 2" $?
 
 "$SPLAT" run --seq 300 --heads 2 --repeat 1 >"$tmp/out" 2>&1; check "run exits 0" $?
 contains "$tmp/out" "check: .*OK"; check "run checks itself" $?

@@ -118,6 +118,25 @@ static int parse_int(const char *opt, const char *text, int64_t lo, int64_t hi, 
   return 1;
 }
 
+/* A value option given twice (splat analyze X --seq 8 --seq 16) is an error, not the last
+ * value taken silently: prints which and returns 1. opts: the verb's options that take a
+ * value, NULL-terminated. */
+static int repeated_option(const char *verb, int argc, char **argv, const char *const *opts) {
+  for (int i = 0; i < argc; i++) {
+    for (const char *const *o = opts; *o; o++) {
+      if (strcmp(argv[i], *o)) continue;
+      for (int j = 0; j < i; j++) {
+        if (!strcmp(argv[j], *o)) {
+          fprintf(stderr, "splat %s: %s given twice ('%s', then '%s'); give it once\n", verb, *o,
+                  argv[j + 1], i + 1 < argc ? argv[i + 1] : "");
+          return 1;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 static int wants_help(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
@@ -176,6 +195,8 @@ static int cmd_analyze(int argc, char **argv) {
   const char *spec = NULL;
   int64_t seq = 0, seq_k = 0, tq = 0, tk = 0, kseg = 0;
   int json = 0, picture = 1;
+  static const char *const value_opts[] = {"--seq", "--seq-k", "--tile", "--max-segments", NULL};
+  if (repeated_option("analyze", argc, argv, value_opts)) return 2;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--seq")) {
@@ -318,6 +339,10 @@ static int compare_doubles(const void *a, const void *b) {
 }
 
 static int parse_run_options(int argc, char **argv, run_options *o) {
+  static const char *const value_opts[] = {
+      "--spec",    "--seq",    "--seq-k", "--heads-kv", "--batch",   "--heads", "--head-dim",
+      "--threads", "--repeat", "--seed",  "--dtype",    "--backend", NULL};
+  if (repeated_option("run", argc, argv, value_opts)) return 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int ok = 1;
@@ -596,6 +621,9 @@ static int cmd_codegen(int argc, char **argv) {
   const char *spec = NULL, *arch = "sm_90a", *opname = "all";
   int64_t seq = 0, seq_k = 0, head_dim = 0;
   int dtype = -1, source_only = 0;
+  static const char *const value_opts[] = {"--seq",  "--seq-k", "--head-dim", "--dtype",
+                                           "--arch", "--op",    NULL};
+  if (repeated_option("codegen", argc, argv, value_opts)) return 2;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--seq") || !strcmp(a, "--seq-k") || !strcmp(a, "--head-dim")) {
