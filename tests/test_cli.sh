@@ -46,6 +46,11 @@ contains "$tmp/out" "\^"; check "bad spec message has a caret" $?
 "$SPLAT" analyze "window(3)" >"$tmp/out" 2>&1; test $? -eq 2; check "missing --seq exits 2" $?
 "$SPLAT" analyze "window(3)" --seq -5 >"$tmp/out" 2>&1; test $? -eq 2; check "negative --seq exits 2" $?
 "$SPLAT" analyze "window(3)" --seq 10 --tile 12 >"$tmp/out" 2>&1; test $? -eq 2; check "bad --tile exits 2" $?
+"$SPLAT" codegen "window(8)" --seq 64 --head-dim 64 >"$tmp/out" 2>&1; test $? -eq 2; check "codegen without --dtype exits 2" $?
+contains "$tmp/out" "missing --dtype T"; check "codegen names the missing option" $?
+"$SPLAT" analyze dense --seq 2 --seq-k 100 >"$tmp/out" 2>&1; check "analyze dense 2x100 exits 0" $?
+test "$(grep -c '^|#\{64\}|$' "$tmp/out")" -eq 2; check "a dense mask draws only '#' when seq_k is not a multiple of 64" $?
+"$SPLAT" analyze "blocked(50)" --seq 100 >"$tmp/out" 2>&1; test "$(grep '^|' "$tmp/out" | grep -c '[.:]')" -eq 0; check "blocked(50) over 100 draws whole cells only" $?
 "$SPLAT" analyze "window(3)" --seq 10 --seq 20 >"$tmp/out" 2>&1; test $? -eq 2; check "repeated --seq exits 2" $?
 contains "$tmp/out" "--seq given twice ('10', then '20')"; check "repeated --seq names both values" $?
 "$SPLAT" run --seq 64 --dtype f16 --dtype bf16 >"$tmp/out" 2>&1; test $? -eq 2; check "run: repeated --dtype exits 2" $?

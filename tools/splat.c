@@ -176,7 +176,8 @@ static int print_picture(const splat_pattern *p) {
     }
     putchar('|');
     for (int c = 0; c < cols; c++) {
-      int64_t c0 = c * sk / cols, c1 = (c + 1) * sk / cols;
+      /* cell c holds the columns j with j * cols / sk == c: [ceil(c sk / cols), ceil((c+1) ...)) */
+      int64_t c0 = (c * sk + cols - 1) / cols, c1 = ((c + 1) * sk + cols - 1) / cols;
       int64_t cells = (c1 - c0) * nsample;
       putchar(hits[c] == 0 ? ' ' : hits[c] == cells ? '#' : 3 * hits[c] < cells ? '.' : ':');
     }
@@ -674,7 +675,12 @@ static int cmd_codegen(int argc, char **argv) {
     }
   }
   if (!spec || !seq || !head_dim || dtype < 0) {
-    fprintf(stderr, "splat codegen: SPEC, --seq, --head-dim and --dtype are required\n\n%s",
+    fprintf(stderr,
+            "splat codegen: missing %s (SPEC, --seq, --head-dim and --dtype are required)\n\n%s",
+            !spec       ? "SPEC"
+            : !seq      ? "--seq N"
+            : !head_dim ? "--head-dim D"
+                        : "--dtype T",
             usage_codegen);
     return 2;
   }

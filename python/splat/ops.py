@@ -194,7 +194,9 @@ def resolve_scale(scale: Optional[float]) -> float:
 
 def check_4d(shape: Tuple[int, ...], what: str) -> None:
     if len(shape) != 4:
-        raise invalid(f"{what} must be 4-d [batch, heads, seq, head_dim], got shape {tuple(shape)}")
+        # ACSR values (scores, probs) end in the row width W, inputs in head_dim
+        last = "W] (W: the pattern's row_width)" if what in ("scores", "probs") else "head_dim]"
+        raise invalid(f"{what} must be 4-d [batch, heads, seq, {last}, got shape {tuple(shape)}")
 
 
 # ------------------------------------------------------------------ numpy front end

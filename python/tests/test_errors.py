@@ -97,6 +97,11 @@ def test_bad_shapes(rng):
     with pytest.raises(splat.Error, match=r"q must be 4-d .* got shape \(2, 40, 8\)") as info:
         splat.attention(q[0], q, q, pat)
     assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT"
+    # scores and probs end in the row width, not head_dim
+    with pytest.raises(splat.Error, match=r"scores must be 4-d \[batch, heads, seq, W\] \(W: the pattern's row_width\)"):
+        splat.softmax(np.ones((40, 5), np.float32), pat)
+    with pytest.raises(splat.Error, match=r"probs must be 4-d \[batch, heads, seq, W\]"):
+        splat.spmm(np.ones((2, 40, 5), np.float32), q, pat)
     with pytest.raises(splat.Error, match=r"q.shape=\[1,2,41,8\] but the plan expects \[1,2,40,8\]"):
         splat.attention(randn(rng, (1, 2, 41, 8), np.float32), q, q, pat)
     with pytest.raises(splat.Error, match=r"k.shape"):
