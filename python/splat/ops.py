@@ -51,6 +51,12 @@ class Plan:
     def __init__(self, pattern: Pattern, *args: Any, **kwargs: Any) -> None:
         self.handle: Optional[int] = None
         batch, heads, heads_kv, head_dim, dtype, device, ops = PlanParams(*args, **kwargs)
+        if heads_kv > 0 and heads % heads_kv:
+            # the C message's "or be 0" is the C API's spelling of heads_kv = heads
+            raise invalid(
+                f"k and v have {heads_kv} heads (shape[1]), which must divide q's {heads} "
+                "(grouped-query attention: each k/v head serves heads / heads_kv query heads)"
+            )
         ctx = _lib.context(device)
         desc = _lib.SplatPlanDesc(batch, heads, heads_kv, head_dim, dtype, 0, 0, 0, ops)
         out = ctypes.c_void_p()

@@ -108,6 +108,9 @@ def test_bad_shapes(rng):
         splat.attention(q, randn(rng, (1, 2, 40, 16), np.float32), q, pat)
     with pytest.raises(splat.Error, match="heads"):
         splat.attention(randn(rng, (1, 3, 40, 8), np.float32), q, q, pat)
+    with pytest.raises(splat.Error, match=r"k and v have 3 heads \(shape\[1\]\), which must divide q's 2"):
+        k3 = randn(rng, (1, 3, 40, 8), np.float32)
+        splat.attention(q, k3, k3, pat)
     with pytest.raises(splat.Error, match="head_dim=300"):
         big = randn(rng, (1, 1, 40, 300), np.float32)
         splat.attention(big, big, big, pat)
