@@ -209,7 +209,6 @@ SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char 
 #else
     /* The range for the warp's row stores (splat_sddmm_row_stores): a row of one interval
      * (SPLAT_MAX_SEGS 1) has one a sub-tile. */
-    (void)sub;
     if (kf1 > kf0) {
       const unsigned long long a = (unsigned long long)(cbase + kf0);
       job = make_uint4((uint32_t)a, (uint32_t)(a >> 32),
