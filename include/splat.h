@@ -182,7 +182,8 @@ typedef struct splat_report {
   int64_t seq_q, seq_k;
   int64_t nnz;         /* mask elements */
   double density;      /* nnz / (seq_q * seq_k) */
-  int64_t max_row_nnz; /* W: the row width of ACSR values */
+  int64_t max_row_nnz; /* the largest row's nnz */
+  int64_t row_width;   /* W, the last dimension of ACSR values (splat_plan_row_width) */
   int max_segments;    /* K used by the analysis */
   /* rows_by_segments[s] = rows with s affine segments (s = 0..K);
    * rows_by_segments[K + 1] = irregular rows (more than K segments). */
@@ -257,7 +258,9 @@ SPLAT_API splat_status splat_plan_create(splat_context *ctx, const splat_pattern
 SPLAT_API void splat_plan_destroy(splat_plan *plan);
 /* The analysis the plan was built from. out: host. */
 SPLAT_API splat_status splat_plan_report(const splat_plan *plan, splat_report *out);
-/* W, the last dimension of ACSR value tensors (the largest row nnz; at least 1). */
+/* W, the last dimension of ACSR value tensors: the largest row nnz, rounded up by at most
+ * 15 to the residue modulo 16 under which the GPU writes whole 32-byte sectors of values
+ * (docs/format.md "Row width"). It depends on the pattern and max_segments only. */
 SPLAT_API int64_t splat_plan_row_width(const splat_plan *plan);
 
 /* ---------------------------------------------------------------- operations

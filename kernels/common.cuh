@@ -241,7 +241,8 @@ SPLAT_DEV void splat_tf32_split(float x, uint32_t &hi, uint32_t &lo) {
  * contiguous interval [lo, hi] of gathered indices whose values start at entry idx0
  * (the nnz of the row's earlier segments). Built per run into shared memory. */
 typedef struct splat_ival {
-  int32_t lo, hi, idx0, pad;
+  int32_t lo, hi, idx0;
+  int32_t ends_row; /* 1 when the interval's last entry is the row's last */
 } splat_ival;
 
 /* Fills iv[0..) with row i's intervals of group (phase, stride, width); returns the
@@ -269,6 +270,7 @@ SPLAT_DEV int splat_row_intervals(const splat_dev_pattern &p, int64_t i, int32_t
       iv[n].lo = lo;
       iv[n].hi = hi;
       iv[n].idx0 = idx;
+      iv[n].ends_row = s == s1 - 1;
       n++;
     }
     idx += cnt * wd;

@@ -92,7 +92,7 @@ typedef struct splat_sddmm_params {
   splat_dev_tensor q, k, scores;
   splat_dev_shape shape;
   float scale;
-  int32_t pad;
+  int32_t row_width; /* W, the scores' last dimension */
 } splat_sddmm_params;
 
 /* Chunks (16 bytes) of a row each lane keeps in registers on the softmax's register path

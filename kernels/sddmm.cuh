@@ -192,10 +192,15 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
  * lane, unrolled by 2 so two chunks' shared loads are in flight before their stores
  * (1.03-1.07x at head_dim 64 over one loop testing every chunk, bench/NOTES.md v13.2).
  * The partial chunks at the two ends (head: chunk 0 when mis > 0; tail: chunk kf1 when
- * the range ends inside it; one chunk when both) element by element, by lanes 0 and 1. */
+ * the range ends inside it; one chunk when both) element by element, by lanes 0 and 1,
+ * except where the range ends its row and `fill` (the row's padding entries after it,
+ * splat_sddmm_write) lets lane 1 complete the 32-byte sector holding its last entry: the
+ * tail chunk and the sector's other chunk go out whole, padding entries as 0. A sector no
+ * store completes is read back from DRAM to merge when the L2 evicts it (rows whose
+ * neighbours in memory belong to other CTAs, or end in padding: bench/NOTES.md v16). */
 template <bool BULK>
-SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char *wo, int src,
-                                 int sub, uint4 &job) {
+SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, int fill, const unsigned char *wo,
+                                 int src, int sub, uint4 &job) {
   static_assert(!BULK || SPLAT_SDDMM_BULK, "bulk ranges only in bulk write-out programs");
   const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
   uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
@@ -220,7 +225,31 @@ SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, const unsigned char 
     for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
       cbase[k] = splat_sddmm_chunk(wo, src0 + (k << SPLAT_OVS));
   }
-  const bool tail = ((mis + len) & (SPLAT_OV - 1)) != 0;
+  const int end = mis + len; /* entries from cbase */
+  const bool tail = (end & (SPLAT_OV - 1)) != 0;
+  if (fill > 0 && sub == 1 && (kf1 > 0 || mis == 0)) {
+    /* Chunks kf1 .. the end of the sector holding entry end - 1, those inside the row. */
+    const int kl = (end - 1) >> SPLAT_OVS;
+    const int kse = kl + 1 + ((((unsigned long long)cbase >> 4) + kl + 1) & 1);
+    const int e0 = (kf1 << SPLAT_OVS) - mis;
+    uint4 c = make_uint4(0u, 0u, 0u, 0u);
+    if (tail) { /* entries e0 .. len - 1 staged, the rest 0 */
+      uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int k2 = 0; k2 < SPLAT_OV; k2++) {
+        if (e0 + k2 < len) {
+          const uint32_t x = splat_sddmm_staged(wo, src + e0 + k2);
+          w[k2 * SPLAT_OSZ / 4] |= SPLAT_OSZ == 4 ? x : x << (16 * (k2 & 1));
+        }
+      }
+      c = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    for (int k = kf1; k < kse && ((k + 1) << SPLAT_OVS) <= end + fill; k++) {
+      cbase[k] = c;
+      c = make_uint4(0u, 0u, 0u, 0u);
+    }
+    if (!tail || ((kf1 + 1) << SPLAT_OVS) <= end + fill) return;
+  }
   const int kp = sub == 0 && mis > 0 ? 0 : sub == 1 && tail && (kf1 > 0 || mis == 0) ? kf1 : -1;
   if (kp >= 0) {
     const int e0 = (kp << SPLAT_OVS) - mis, s0 = src + e0;
@@ -287,13 +316,15 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
             if (len <= 0) continue;
           }
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
+          /* The row's padding after its last entry, when this range ends the row. */
+          const int fill = v.w && x + len == v.z + (v.y - v.x) + 1 ? P.row_width - (x + len) : 0;
 #if SPLAT_SDDMM_BULK
           if (bulk) {
-            splat_sddmm_range<true>(d, len, wo, src, sub, job);
+            splat_sddmm_range<true>(d, len, fill, wo, src, sub, job);
             continue;
           }
 #endif
-          splat_sddmm_range<false>(d, len, wo, src, sub, job);
+          splat_sddmm_range<false>(d, len, fill, wo, src, sub, job);
         } else {
           for (int k2 = sub; k2 < len; k2 += SPLAT_WLPR) {
             splat_sddmm_put(P.scores.data, so + (int64_t)(x + k2) * P.scores.s3,

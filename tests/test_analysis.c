@@ -399,6 +399,9 @@ static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_sha
       CHECKF(hsum == sq && rep.rows_by_segments[a.max_segments + 1] == a.rem_rows &&
                  rep.nnz == a.nnz && rep.max_row_nnz == a.width,
              "%s: report histogram/totals", w2);
+      CHECKF(rep.row_width >= a.width && rep.row_width <= a.width + (a.width >= 128 ? 15 : 0),
+             "%s: row width %lld for rows of at most %lld", w2, (long long)rep.row_width,
+             (long long)a.width);
       splat__tile_plan_free(&t);
     }
     splat__acsr_free(&a);
@@ -930,6 +933,42 @@ static void test_memory_refused(void) {
   splat_pattern_destroy(p);
 }
 
+/* ------------------------------------------------------------ row width */
+
+/* W per pattern (docs/format.md "Row width"): sliding rows one more than a multiple of 16,
+ * blocked, regrouped (strided) and padded rows a multiple of 16, short rows unrounded. */
+static void test_row_width(void) {
+  static const struct {
+    const char *spec;
+    int64_t seq, max_nnz, width;
+  } cases[] = {
+      {"window(256)", 4096, 513, 513},
+      {"window(100)", 4096, 201, 209},
+      {"causal & window(512,0)", 4096, 513, 513},
+      {"dilated(256,2)", 4096, 513, 528},
+      {"blocked(512)", 4096, 512, 512},
+      {"longformer(256,64)", 4096, 4096, 4096},
+      {"strided(64) | window(64)", 4096, 190, 192},
+      {"window(300)", 1000, 601, 608},
+      {"window(3)", 4096, 7, 7},
+      {"dense", 97, 97, 97},
+      {"window(-1)", 50, 0, 1},
+      {"dense", 1000, 1000, 1008},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    splat_report r;
+    if (!analyze_spec(cases[c].spec, cases[c].seq, 0, 0, &r)) {
+      CHECK(0);
+      continue;
+    }
+    CHECKF(r.max_row_nnz == (cases[c].max_nnz > 0 ? cases[c].max_nnz : 1) &&
+               r.row_width == cases[c].width,
+           "%s at %lld: largest row %lld, row width %lld; want %lld", cases[c].spec,
+           (long long)cases[c].seq, (long long)r.max_row_nnz, (long long)r.row_width,
+           (long long)cases[c].width);
+  }
+}
+
 int main(void) {
   test_misuse();
   test_memory_refused();
@@ -940,6 +979,7 @@ int main(void) {
   test_reference_patterns();
   test_acsr_rows_as_evaluated();
   test_alignment();
+  test_row_width();
   test_report_bytes();
   test_format();
   test_speed();

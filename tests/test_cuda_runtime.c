@@ -423,9 +423,9 @@ static void test_kernel_choice(void) {
   CHECK(sd->bulk_write == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
   CHECK(splat__kspec_tile_smem(sd) ==
         1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256 + 64 * 16);
-  /* Regrouped rows (dilated) keep the bulk copies. */
+  /* Regrouped rows (dilated) too (their row width keeps them off each other's sectors). */
   splat__kspec_write_lanes(sp, 1);
-  CHECK(sd->bulk_write == SPLAT__WRITE_BULK && sd->write_lanes == 2);
+  CHECK(sd->bulk_write == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
   /* Rows of two intervals by bulk copies. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   splat__kspec_names(sd, rows, tile, sizeof rows);
@@ -848,7 +848,7 @@ static void test_attn_epilogues(void) {
   CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
-        sp[SPLAT__KOP_SDDMM].bulk_write == SPLAT__WRITE_BULK &&
+        sp[SPLAT__KOP_SDDMM].bulk_write == SPLAT__WRITE_ROWS &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 2);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
   CHECK(sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SDDMM].bulk_write &&

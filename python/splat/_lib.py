@@ -80,6 +80,7 @@ class SplatReport(ctypes.Structure):
         ("nnz", _i64),
         ("density", ctypes.c_double),
         ("max_row_nnz", _i64),
+        ("row_width", _i64),
         ("max_segments", ctypes.c_int),
         ("rows_by_segments", _i64 * (MAX_SEGMENTS + 2)),
         ("segments", _i64),

@@ -352,9 +352,10 @@ class Pattern:
     @property
     def row_width(self) -> int:
         """W, the last dimension of ACSR values (``sddmm``'s output): the largest row
-        nnz, at least 1."""
+        nnz, rounded up by at most 15 so that the GPU writes whole 32-byte sectors
+        (docs/format.md "Row width")."""
         if self._row_width is None:
-            self._row_width = max(1, int(self._analyze(0, 0, 0).max_row_nnz))
+            self._row_width = int(self._analyze(0, 0, 0).row_width)
         return self._row_width
 
     def __eq__(self, other: object) -> bool:

@@ -62,6 +62,28 @@ def test_unfused_pipeline_every_spec(rng, spec, pred, dtype):
     ref.assert_close(out, want, dtype.name if dtype != np.float32 else "float16", "spmm")
 
 
+@pytest.mark.parametrize(
+    "spec,pred,width",
+    [("dilated(100,2)", ref.dilated(100, 2), 208), ("window(100)", ref.window(100), 209)],
+)
+def test_row_width_rounds_long_rows(rng, spec, pred, width):
+    # docs/format.md "Row width": rows of 128 or more entries are padded to whole sectors
+    B, H, seq, D = 1, 2, 700, 8
+    q, k = (randn(rng, (B, H, seq, D), np.float32) for _ in range(2))
+    mask = ref.mask_of(pred, seq, seq)
+    pat = splat.Pattern(spec, seq)
+    assert pat.report()["max_row_nnz"] == int(mask.sum(axis=1).max()) == 201
+    assert pat.row_width == pat.report()["row_width"] == width
+    scores = splat.sddmm(q, k, pat, scale=0.5, dtype=np.float32)
+    assert scores.shape == (B, H, seq, width)
+    dense_s = 0.5 * np.einsum("bhid,bhjd->bhij", q.astype(np.float64), k.astype(np.float64))
+    ref.assert_close(scores, ref.to_values(dense_s, mask, width), "float32", "sddmm")
+    probs = splat.softmax(scores, pat)
+    assert probs.shape == scores.shape
+    want, _ = ref.attention(q, k, k, mask, scale=0.5)
+    ref.assert_close(splat.spmm(probs, k, pat), want, "float32", "spmm")
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_random_masks(seed):
     rng = np.random.default_rng(seed)

@@ -9,9 +9,10 @@
 
 typedef struct splat__acsr {
   int64_t seq_q, seq_k;
-  int max_segments; /* K */
-  int64_t nnz;      /* all mask elements */
-  int64_t width;    /* W = max row nnz, at least 1 */
+  int max_segments;  /* K */
+  int64_t nnz;       /* all mask elements */
+  int64_t width;     /* the largest row nnz, at least 1 */
+  int64_t row_width; /* W, the last dimension of values (splat__acsr_choose_row_width) */
   /* Segments of regular row i: segs[row_seg[i] .. row_seg[i+1]). Irregular rows have
    * an empty range here and their columns in the remainder. [seq_q + 1] */
   int64_t *row_seg;
@@ -32,6 +33,11 @@ void splat__acsr_free(splat__acsr *a);
 static inline int splat__acsr_row_irregular(const splat__acsr *a, int64_t i) {
   return a->rem_row[i + 1] > a->rem_row[i];
 }
+/* W, the last dimension of ACSR value tensors: the largest row nnz rounded up to the
+ * residue modulo 16 under which the GPU R-SDDMM writes whole 32-byte sectors (row_width.c),
+ * when that is at least SPLAT__ROUNDED_ROWS. splat__acsr_build sets a->row_width by it. */
+#define SPLAT__ROUNDED_ROWS 128
+int64_t splat__acsr_choose_row_width(const splat__acsr *a);
 /* Number of columns of row i. */
 int64_t splat__acsr_row_nnz(const splat__acsr *a, int64_t i);
 /* Columns of row i in increasing order into out (room for a->width); returns count.

@@ -114,6 +114,7 @@ static void format_json(sbuf *b, const splat_report *r, int K) {
   I64(nnz);
   sb_json_double(b, "density", r->density, 1);
   I64(max_row_nnz);
+  I64(row_width);
   INT(max_segments);
   sb_printf(b, "\"rows_by_segments\":[");
   for (int s = 0; s <= K + 1; s++)
@@ -151,7 +152,8 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   const double rows = r->seq_q > 0 ? (double)r->seq_q : 1.0;
   sb_printf(b, "mask %lld x %lld\n", (long long)r->seq_q, (long long)r->seq_k);
   sb_printf(b, "  nnz              %lld (density %.4g%%)\n", (long long)r->nnz, 100.0 * r->density);
-  sb_printf(b, "  row width W      %lld (largest row)\n", (long long)r->max_row_nnz);
+  sb_printf(b, "  row width W      %lld (largest row %lld)\n", (long long)r->row_width,
+            (long long)r->max_row_nnz);
   sb_printf(b, "  segments/row     K = %d\n", r->max_segments);
   for (int s = 0; s <= K; s++) {
     if (r->rows_by_segments[s] == 0) continue;

@@ -17,7 +17,7 @@ static op_shapes shapes_of(const splat_plan *p) {
   const splat_plan_desc *d = &p->desc;
   op_shapes s = {{d->batch, d->heads, p->seq_q, d->head_dim},
                  {d->batch, d->heads_kv, p->seq_k, d->head_dim},
-                 {d->batch, d->heads, p->seq_q, p->acsr.width},
+                 {d->batch, d->heads, p->seq_q, p->acsr.row_width},
                  {d->batch, d->heads, p->seq_q, 1}};
   return s;
 }

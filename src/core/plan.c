@@ -135,5 +135,5 @@ splat_status splat_plan_report(const splat_plan *plan, splat_report *out) {
 }
 
 int64_t splat_plan_row_width(const splat_plan *plan) {
-  return plan ? plan->acsr.width : 0;
+  return plan ? plan->acsr.row_width : 0;
 }

@@ -796,6 +796,7 @@ splat_status splat__cuda_sddmm(const splat_plan *plan, const splat_tensor *q, co
   prm.k = dev_tensor(k);
   prm.scores = dev_tensor(scores);
   prm.scale = (float)scale;
+  prm.row_width = (int32_t)plan->acsr.row_width;
   return launch_op(plan, SPLAT__KOP_SDDMM, tile_ok, &prm.shape, &prm, stream);
 }
 

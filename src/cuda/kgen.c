@@ -257,9 +257,10 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
    * bytes a row): by bulk copies 1.02-1.12x at head_dim 64 over the lanes' stores; at
    * head_dim 128, whose 64-key sub-tiles give copies of 128 bytes, 0.91-0.96x (bench/NOTES.md
    * v14). Rows of one interval (max_segs 1) take the warp's row stores instead (window
-   * 1.01-1.03x, blocked 1.08-1.10x over the bulk copies; rows of two intervals 0.98-0.99x),
-   * unless regrouped (splat__kspec_write_lanes: dilated 16384 0.98x; v15). f32 scores keep
-   * 16-byte stores (not measured). */
+   * 1.01-1.03x, blocked 1.08-1.10x over the bulk copies; rows of two intervals 0.98-0.99x;
+   * v15), regrouped rows too since their row width keeps them off each other's sectors
+   * (dilated 1.03-1.04x at 4096, 0.98x at 16384; v16). f32 scores keep 16-byte stores (not
+   * measured). */
   s->bulk_write = s->vdt == SPLAT_F32 || s->kt < 128 ? SPLAT__WRITE_LANES
                   : s->max_segs == 1                 ? SPLAT__WRITE_ROWS
                                                      : SPLAT__WRITE_BULK;
@@ -285,7 +286,6 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
 
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted) {
   splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
-  if (rows_permuted && s->bulk_write == SPLAT__WRITE_ROWS) s->bulk_write = SPLAT__WRITE_BULK;
   s->write_lanes = rows_permuted && !s->bulk_write ? 4 : 2;
 }
 

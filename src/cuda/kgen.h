@@ -138,8 +138,7 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
  * setup a row and sub-tile) for rows in identity order and with bulk_write (a row's whole
  * chunks go out by one bulk copy), 4 (8 rows a pass) where rows were regrouped by stride
  * and phase (rows_permuted), whose rows interleave in memory with other CTAs' and which
- * ran up to 27% slower with 2 (bench/NOTES.md, v6). Regrouped rows also take the bulk
- * copies instead of the warp's row stores (SPLAT__WRITE_ROWS -> BULK; v15). */
+ * ran up to 27% slower with 2 (bench/NOTES.md, v6). */
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
