@@ -24,7 +24,7 @@
  * Prelude: SPLAT_DT (Q, K), SPLAT_SDT (scores), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
  * SPLAT_WARPS, SPLAT_KT, SPLAT_STAGES, SPLAT_ROW_WARPS, SPLAT_WLPR (tile program only: lanes
  * per row of the score write-out: 2, or 4 for plans with regrouped rows; kgen.h
- * splat__kspec_write_lanes), SPLAT_SDDMM_BULK (tile program only, below), the kernel names,
+ * splat__kspec_write_lanes), SPLAT_SDDMM_ROWSTORE (tile program only, below), the kernel names,
  * and SPLAT_NO_TILE (the row kernel's program) or SPLAT_NO_ROWS (the tile kernel's). */
 
 #include "common.cuh"
@@ -75,23 +75,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_RW * 32)
 /* Shared by the tile kernels (this file's mma.sync one, sddmm_wgmma.cuh's): a CTA of
  * SPLAT_WARPS warps takes 16 rows a warp; each key sub-tile's scores are staged in shared
  * memory (a warp its own 16 rows) and written out row by row through the interval tables.
- * SPLAT_SDDMM_BULK (prelude, 0 when absent; kgen.c sets it for sddmm_wgmma.cuh with
- * 128-key sub-tiles of 16-bit scores, 256 bytes a row): each staging row is shifted to its
- * scores' place in their 16-byte chunks, so a row's whole chunks are one aligned range;
- * 1: it goes out by one bulk copy (wgmma.cuh splat_bulk_store, sm_90); 2: by the warp's row
- * stores (splat_sddmm_row_stores: 16-byte stores, two rows a pass). Without it the lanes
- * store 16-byte chunks from any staging entry. */
-#ifndef SPLAT_SDDMM_BULK
-#define SPLAT_SDDMM_BULK 0
+ * SPLAT_SDDMM_ROWSTORE (prelude, 0 when absent; kgen.c sets it to 1 for sddmm_wgmma.cuh
+ * with 128-key sub-tiles of 16-bit scores, 256 bytes a row): each staging row is shifted to
+ * its scores' place in their 16-byte chunks, so a row's whole chunks are one aligned range,
+ * which the warp's row stores write (splat_sddmm_row_stores: 16-byte stores, two rows a
+ * pass). Without it the lanes store 16-byte chunks from any staging entry. */
+#ifndef SPLAT_SDDMM_ROWSTORE
+#define SPLAT_SDDMM_ROWSTORE 0
 #endif
-#define SPLAT_SDDMM_COPIES (SPLAT_SDDMM_BULK == 1)   /* bulk copies */
-#define SPLAT_SDDMM_ROWSTORE (SPLAT_SDDMM_BULK == 2) /* the warp's row stores */
-#if SPLAT_SDDMM_BULK
-#if SPLAT_SDDMM_COPIES && !defined(SPLAT_KERNELS_WGMMA_CUH)
-#error "SPLAT_SDDMM_BULK: include wgmma.cuh (its bulk copies) before sddmm.cuh"
-#endif
-static_assert(SPLAT_WLPR == 2, "bulk write-out: two lanes a row");
-static_assert(SPLAT_SDT != SPLAT_F32, "bulk write-out: 16-bit scores (kgen.c bulk_write)");
+#if SPLAT_SDDMM_ROWSTORE
+static_assert(SPLAT_WLPR == 2, "row stores: two lanes a row");
+static_assert(SPLAT_SDT != SPLAT_F32, "row stores: 16-bit scores (kgen.c write_mode)");
 #endif
 #define SPLAT_TQ (16 * SPLAT_WARPS)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
@@ -100,15 +94,15 @@ static_assert(SPLAT_SDT != SPLAT_F32, "bulk write-out: 16-bit scores (kgen.c bul
 #define SPLAT_OV (1 << SPLAT_OVS)
 /* A staging row: CARRY scores the previous sub-tile left unwritten (splat_sddmm_write),
  * then the sub-tile's KT. LDO keeps consecutive rows 4 banks apart (f16 / bf16). With
- * bulk copies, column c of a row sits at entry shift + c, shift (0 .. OV-1) putting it at
+ * row stores, column c of a row sits at entry shift + c, shift (0 .. OV-1) putting it at
  * its global address's place in a 16-byte chunk; the carried scores fill entries
  * [0, shift) (SPLAT_SP0: where column 0 sits before the shift). */
 #define SPLAT_CARRY 8
 #define SPLAT_LDO (SPLAT_KT + SPLAT_CARRY) /* staging row stride (scores) */
 #define SPLAT_SDDMM_RUNS 8                 /* a tile's runs kept in shared memory, at most */
-#define SPLAT_SP0 (SPLAT_SDDMM_BULK ? 0 : SPLAT_CARRY)
+#define SPLAT_SP0 (SPLAT_SDDMM_ROWSTORE ? 0 : SPLAT_CARRY)
 static_assert(SPLAT_LDO * SPLAT_OSZ % 16 == 0 && SPLAT_CARRY >= SPLAT_OV,
-              "staging rows start 16-byte aligned (bulk copy sources) and hold a chunk of carry");
+              "staging rows start 16-byte aligned (row store sources) and hold a chunk of carry");
 
 /* One staged score (raw bits of dtype SDT) of the staging tile. */
 SPLAT_DEV uint32_t splat_sddmm_staged(const unsigned char *so, int e) {
@@ -125,7 +119,7 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
 
 /* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows, row g's
  * column c at entry SP0 + shift + c, shift sh0 for rows g < 8, sh1 for g + 8; 0 without
- * bulk copies) from the m16n8 accumulator layout, repeated over KT/8 column blocks:
+ * row stores) from the m16n8 accumulator layout, repeated over KT/8 column blocks:
  * acc[4j], acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns
  * of row g+8 (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike).
  * A shifted pair may straddle two 4-byte words: one store a score. */
@@ -143,7 +137,7 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
       *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
 #else
       const uint32_t w = splat_pack2<SPLAT_SDT>(x0, x1);
-      if (SPLAT_SDDMM_BULK) {
+      if (SPLAT_SDDMM_ROWSTORE) {
         ((uint16_t *)wo)[e] = (uint16_t)w;
         ((uint16_t *)wo)[e + 1] = (uint16_t)(w >> 16);
       } else {
@@ -187,9 +181,9 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
 
 /* Writes value entries [0, len) at d (global, 16-byte-aligned span: d's chunk starts
  * mis = entries before d) from staging entries src, src + 1, ... of wo, by the row's
- * SPLAT_WLPR lanes (sub: this lane's rank). Whole chunks [kf0, kf1): with BULK one bulk
- * copy by lane 0 (src - mis must then be 16-byte aligned), else 16-byte stores by every
- * lane, unrolled by 2 so two chunks' shared loads are in flight before their stores
+ * SPLAT_WLPR lanes (sub: this lane's rank). Whole chunks [kf0, kf1): with WHOLE the row's
+ * record for the warp's row stores (job; src - mis must then be 16-byte aligned), else
+ * 16-byte stores by every lane, unrolled by 2 so two chunks' shared loads are in flight before their stores
  * (1.03-1.07x at head_dim 64 over one loop testing every chunk, bench/NOTES.md v13.2).
  * The partial chunks at the two ends (head: chunk 0 when mis > 0; tail: chunk kf1 when
  * the range ends inside it; one chunk when both) element by element, by lanes 0 and 1,
@@ -198,28 +192,22 @@ static_assert(SPLAT_WLPR == 2 || SPLAT_WLPR == 4 || SPLAT_WLPR == 8,
  * tail chunk and the sector's other chunk go out whole, padding entries as 0. A sector no
  * store completes is read back from DRAM to merge when the L2 evicts it (rows whose
  * neighbours in memory belong to other CTAs, or end in padding: bench/NOTES.md v16). */
-template <bool BULK>
+template <bool WHOLE>
 SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, int fill, const unsigned char *wo,
                                  int src, int sub, uint4 &job) {
-  static_assert(!BULK || SPLAT_SDDMM_BULK, "bulk ranges only in bulk write-out programs");
+  static_assert(!WHOLE || SPLAT_SDDMM_ROWSTORE, "row-store ranges only in row-store programs");
   const int mis = (int)(((unsigned long long)d & 15) >> (4 - SPLAT_OVS));
   uint4 *cbase = (uint4 *)(d - mis * SPLAT_OSZ);
   const int kf0 = mis > 0, kf1 = (mis + len) >> SPLAT_OVS;
   const int src0 = src - mis;
-  if constexpr (BULK) {
-#if SPLAT_SDDMM_COPIES /* splat_bulk_store: wgmma.cuh, included by bulk programs only */
-    if (sub == 0 && kf1 > kf0)
-      splat_bulk_store(cbase + kf0, splat_smem_addr(wo + (src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ),
-                       (uint32_t)(kf1 - kf0) * 16u);
-#else
-    /* The range for the warp's row stores (splat_sddmm_row_stores): a row of one interval
-     * (SPLAT_MAX_SEGS 1) has one a sub-tile. */
+  if constexpr (WHOLE) {
+    /* The range for the warp's row stores (splat_sddmm_row_stores): the row's first whose
+     * scores sit at their global place (splat_sddmm_write sends the others to the lanes). */
     if (kf1 > kf0) {
       const unsigned long long a = (unsigned long long)(cbase + kf0);
       job = make_uint4((uint32_t)a, (uint32_t)(a >> 32),
                        (uint32_t)((src0 + (kf0 << SPLAT_OVS)) * SPLAT_OSZ), (uint32_t)(kf1 - kf0));
     }
-#endif
   } else {
 #pragma unroll 2
     for (int k = kf0 + sub; k < kf1; k += SPLAT_WLPR)
@@ -269,13 +257,14 @@ SPLAT_DEV void splat_sddmm_range(unsigned char *d, int len, int fill, const unsi
  * chunk unwritten (returns whether this lane did), and the next sub-tile writes them from
  * its staging rows' carry columns (splat_sddmm_emit copies them there) with its first
  * chunk: only an interval's two ends take element stores. cin: the entries before g0 of an
- * interval coming from the previous sub-tile were left for this one (without bulk copies:
+ * interval coming from the previous sub-tile were left for this one (without row stores:
  * the sub-tile does not begin its chain of runs, splat_sddmm_cta; with them: this lane's
  * row left some, its previous return value), last: g0 ends its chain, across which
- * intervals go on. shift: the row's staging shift (splat_sddmm_prepare; 0 without bulk
- * copies). With bulk copies, the intervals whose scores sit at their global place in a
- * chunk (all but a row's second interval of another phase in one sub-tile) go out by bulk
- * copy and may carry, the others by 16-byte stores from any entry, ends whole. bh_off: the element
+ * intervals go on. shift: the row's staging shift (splat_sddmm_prepare; 0 without row
+ * stores). With row stores, the intervals whose scores sit at their global place in a
+ * chunk (all but a row's second interval of another phase in one sub-tile) may carry, and
+ * the first of them a row goes out by the row stores; the others by 16-byte stores from
+ * any entry, ends whole. bh_off: the element
  * offset of (b, h) in the scores. Positions inside a row are 32-bit (entry counts of one row),
  * addresses 64-bit once per interval. */
 SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned char *wo,
@@ -284,6 +273,7 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
                                  int64_t bh_off, bool vec, int shift, uint4 &job) {
   const int sub = lane % SPLAT_WLPR;
   bool carried = false; /* this lane left entries for the next sub-tile */
+  bool recorded = false; /* row stores: this row's record is taken (one range a sub-tile) */
 #pragma unroll
   for (int pass = 0; pass < SPLAT_WLPR / 2; pass++) {
     const int rl = (32 / SPLAT_WLPR) * pass + lane / SPLAT_WLPR, r = 16 * warp + rl;
@@ -299,9 +289,9 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
         int src = rl * SPLAT_LDO + SPLAT_SP0 + shift + (a - g0);
         if (vec) {
           /* Entry e's place in its 16-byte chunk: (so + e) % OV (the scores are aligned). */
-          const bool bulk = SPLAT_SDDMM_BULK &&
+          const bool placed = SPLAT_SDDMM_ROWSTORE &&
                             (((uint32_t)so + (uint32_t)x - (uint32_t)src) & (SPLAT_OV - 1)) == 0;
-          const bool carry = !SPLAT_SDDMM_BULK || bulk;
+          const bool carry = !SPLAT_SDDMM_ROWSTORE || placed;
           if (carry && cin && v.x < g0) { /* from the previous sub-tile: its unwritten tail */
             const int32_t w0 = max(v.z, x - (int32_t)((so + x) & (SPLAT_OV - 1)));
             src -= x - w0;
@@ -318,9 +308,10 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
           unsigned char *d = (unsigned char *)P.scores.data + (so + x) * SPLAT_OSZ;
           /* The row's padding after its last entry, when this range ends the row. */
           const int fill = v.w && x + len == v.z + (v.y - v.x) + 1 ? P.row_width - (x + len) : 0;
-#if SPLAT_SDDMM_BULK
-          if (bulk) {
+#if SPLAT_SDDMM_ROWSTORE
+          if (placed && !recorded) {
             splat_sddmm_range<true>(d, len, fill, wo, src, sub, job);
+            recorded = true;
             continue;
           }
 #endif
@@ -372,9 +363,6 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads, hk = h / P.shape.heads_per_kv;
     const int64_t ko = splat_off(P.k, b, hk, 0), bh_off = splat_off(P.scores, b, h, 0);
-#if SPLAT_SDDMM_COPIES
-    splat_bulk_wait_read<0>(); /* this thread's bulk copies have read the staging tile */
-#endif
     __syncthreads(); /* sRow is in; the previous (b, h) is done with Q, staging and tables */
     gather_q(b, h, nrows);
     splat_cp_async_commit();
@@ -405,9 +393,6 @@ SPLAT_DEV void splat_sddmm_cta(const splat_sddmm_params &P, splat_ival *sIv, int
       }
     }
   }
-#if SPLAT_SDDMM_COPIES
-  splat_bulk_wait_read<0>(); /* the shared memory outlives this thread's bulk copies' reads */
-#endif
 }
 
 #if SPLAT_SDDMM_ROWSTORE
@@ -431,13 +416,12 @@ SPLAT_DEV void splat_st16_evict_first(uint4 *p, uint4 v, uint64_t pol) {
  * one a row, from splat_sddmm_write: x, y the global address of the first chunk, z its
  * staging byte offset from wo, w the chunk count, 0 for none) by 16-byte stores, two rows a
  * pass, lane 16 h + k storing chunk k of row 2 p + h: each store instruction writes two
- * rows' contiguous runs, where the bulk copies' issue (one a row, its operands through
- * uniform registers) cost more for rows of one interval (bench/NOTES.md v15). A row's whole
+ * rows' contiguous runs, where bulk copies' issue (one a row, its operands through uniform
+ * registers) cost more (bench/NOTES.md v15, v16). A row's whole
  * chunks lie in staging entries [0, shift + KT), shift < OV (the carried tail, then the
  * sub-tile), chunk-aligned from entry 0: at most 16. */
-static_assert(!SPLAT_SDDMM_ROWSTORE ||
-                  (SPLAT_MAX_SEGS == 1 && SPLAT_OV - 1 + SPLAT_KT < 17 * SPLAT_OV),
-              "row stores: one interval a row, at most 16 whole chunks a row and sub-tile");
+static_assert(!SPLAT_SDDMM_ROWSTORE || SPLAT_OV - 1 + SPLAT_KT < 17 * SPLAT_OV,
+              "row stores: at most 16 whole chunks a row and sub-tile");
 SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs, int lane) {
   const int k = lane & 15;
   const uint64_t pol = splat_l2_evict_first_policy();
@@ -451,14 +435,13 @@ SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs
 }
 #endif
 
-/* Before a warp's sub-tile g0 (one its rows meet) is computed, with bulk copies: lane
- * 2 rl's copies of the previous sub-tile have read staging row rl (lanes 2 rl, 2 rl + 1
- * write row rl; the even one issues its copies), and the row's carried tail (carry: this
+/* Before a warp's sub-tile g0 (one its rows meet) is computed, with row stores: the row's
+ * carried tail (carry: this
  * lane's row left entries, splat_sddmm_emit; at most OV - 1 scores past its last whole
  * chunk, columns [KT - shift, KT) at entries [KT, KT + shift), the shift being the same for
  * a carried interval) moves to entries [0, shift). Returns the row's shift for this
  * sub-tile: the place in its 16-byte chunk of the global entry of column 0 under the first
- * interval meeting it (0 without bulk copies or without `vec`). A row's intervals are
+ * interval meeting it (0 without row stores or without `vec`). A row's intervals are
  * disjoint and in ascending order (splat_row_intervals keeps the plan's segment order), so
  * an interval carried in from the previous sub-tile is that first one, and its shift is
  * the one its tail was staged with. Before the warp's
@@ -468,15 +451,11 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
                                   int nrows, int warp, int lane, bool first, int32_t g0,
                                   int64_t bh_off, bool vec, bool carry) {
   int shift = 0;
-#if SPLAT_SDDMM_BULK
+#if SPLAT_SDDMM_ROWSTORE
   const int rl = lane >> 1, r = 16 * warp + rl;
   unsigned char *row = wo + rl * SPLAT_LDO * SPLAT_OSZ;
-  if ((lane & 1) == 0) {
-#if SPLAT_SDDMM_COPIES
-    splat_bulk_wait_read<0>();
-#endif
-    if (carry && !first) *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
-  }
+  if ((lane & 1) == 0 && carry && !first)
+    *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
   if (vec && r < nrows) {
     const int niv = sNiv[tb * SPLAT_TQ + r];
     const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
@@ -494,37 +473,27 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
 /* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
  * ACSR entries through its staging rows wo (for warps some of whose rows meet the
  * sub-tile: splat_warp_touches); first, last and vec as splat_sddmm_write, whose unwritten
- * tails move to the carry columns here (bulk copies: in splat_sddmm_prepare, which gave
- * `shift`). carry (bulk copies only; the caller keeps it from one sub-tile to the next,
+ * tails move to the carry columns here (row stores: in splat_sddmm_prepare, which gave
+ * `shift`). carry (row stores only; the caller keeps it from one sub-tile to the next,
  * false at first): whether this lane's row left entries for the next sub-tile. */
 SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[SPLAT_KT / 2],
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
                                 const int *sRow, int tb, int nrows, int warp, int lane, bool first,
                                 bool last, int32_t g0, int64_t bh_off, bool vec, int shift,
                                 bool &carry, uint4 *recs) {
-#if SPLAT_SDDMM_BULK
+#if SPLAT_SDDMM_ROWSTORE
   const int g = lane >> 2;
   const int sh0 = __shfl_sync(0xffffffffu, shift, 2 * g),
             sh1 = __shfl_sync(0xffffffffu, shift, 2 * g + 16);
   __syncwarp();
   splat_sddmm_stage(acc, P.scale, wo, lane, sh0, sh1);
-#if SPLAT_SDDMM_COPIES
-  splat_fence_proxy_async(); /* the staged scores -> visible to the bulk copies */
-#endif
   __syncwarp();
-  uint4 job = make_uint4(0u, 0u, 0u, 0u);
-  /* Each row's copies are issued by its even lane: a loop over the warp's lanes (the copy's
-   * operands are uniform registers), cheaper here than lane 0 issuing all 16 rows' copies
-   * from records in shared memory (bench/NOTES.md v14). */
+  uint4 job = make_uint4(0u, 0u, 0u, 0u); /* this row's record for the row stores */
   carry = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, carry && !first,
                             last, bh_off, vec, shift, job);
-#if SPLAT_SDDMM_COPIES
-  if ((lane & 1) == 0) splat_bulk_commit();
-#else
   if ((lane & 1) == 0) recs[lane >> 1] = job;
   __syncwarp();
   splat_sddmm_row_stores(wo, recs, lane);
-#endif
 #else
   (void)carry;
   (void)shift;
@@ -549,7 +518,7 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
 }
 
 #if !defined(SPLAT_SDDMM_WG) /* sddmm_wgmma.cuh has its own tile kernel */
-static_assert(!SPLAT_SDDMM_BULK, "the mma.sync R-SDDMM writes its scores by 16-byte stores");
+static_assert(!SPLAT_SDDMM_ROWSTORE, "the mma.sync R-SDDMM writes its scores by 16-byte stores");
 
 #if SPLAT_DT == SPLAT_F32
 #define SPLAT_KSTEP 8 /* mma k step: m16n8k8 tf32 */

@@ -22,7 +22,6 @@
  * f32). */
 
 #define SPLAT_SDDMM_WG 1
-/* wgmma.cuh before sddmm.cuh: the write-out's bulk copies. */
 #include "wgmma.cuh"
 
 #include "sddmm.cuh"

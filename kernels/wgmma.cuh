@@ -248,40 +248,6 @@ SPLAT_DEV void splat_fence_proxy_async() {
 #endif
 }
 
-/* ================================================================ bulk stores
- * Shared -> global copies by the bulk copy engine (sm_90), issued by one thread: `bytes`
- * a multiple of 16, both addresses 16-byte aligned (ssrc: a shared-window address,
- * splat_smem_addr). Operands the compiler cannot prove warp-uniform cost a loop over the
- * active lanes' distinct values (the instruction takes uniform registers). The shared source must
- * have been made visible to the async proxy (splat_fence_proxy_async by its writers, then a
- * barrier). Copies are grouped per thread: commit closes a group; wait_read<N> returns
- * once at most N of this thread's groups still read their shared source, which may then
- * be rewritten (the global writes complete by the kernel's end at the latest). */
-SPLAT_DEV void splat_bulk_store(void *gdst, uint32_t ssrc, uint32_t bytes) {
-#if SPLAT_HAS_TMA
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst),
-               "r"(ssrc), "r"(bytes)
-               : "memory");
-#else
-  __trap();
-#endif
-}
-SPLAT_DEV void splat_bulk_commit() {
-#if SPLAT_HAS_TMA
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#else
-  __trap();
-#endif
-}
-template <int N>
-SPLAT_DEV void splat_bulk_wait_read() {
-#if SPLAT_HAS_TMA
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-#else
-  __trap();
-#endif
-}
-
 #if SPLAT_HAS_WGMMA
 #define SPLAT__WG_ASM(...) asm volatile(__VA_ARGS__)
 #else

@@ -371,7 +371,7 @@ static void test_kernel_choice(void) {
   CHECKF(!strcmp(tile, "splat_sddmm_wgmma_f32_v_f32_d64_q64_k128_kt64_s2_seg1_w2"), "%s", tile);
   /* The write-out's lanes per row: 2 for rows in identity order, 4 for regrouped rows
    * (without bulk copies: f32 scores). */
-  CHECK(!sd->bulk_write);
+  CHECK(!sd->write_mode);
   splat__kspec_write_lanes(sp, 1);
   CHECK(sd->write_lanes == 4 && sp[SPLAT__KOP_SPMM].write_lanes == 0);
   splat__kspec_names(sd, rows, tile, sizeof rows);
@@ -420,34 +420,34 @@ static void test_kernel_choice(void) {
   /* Shifted staging rows (128 keys of 16-bit scores: 256 bytes a row): 2 lanes a row,
    * regrouped too; rows of one interval by the warp's row stores (16-byte records a row). */
   splat__kspec_write_lanes(sp, 0);
-  CHECK(sd->bulk_write == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
+  CHECK(sd->write_mode == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
   CHECK(splat__kspec_tile_smem(sd) ==
         1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256 + 64 * 16);
   /* Regrouped rows (dilated) too (their row width keeps them off each other's sectors). */
   splat__kspec_write_lanes(sp, 1);
-  CHECK(sd->bulk_write == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
-  /* Rows of two intervals by bulk copies. */
+  CHECK(sd->write_mode == SPLAT__WRITE_ROWS && sd->write_lanes == 2);
+  /* Rows of two intervals too (one range a row and sub-tile by the row stores). */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   splat__kspec_names(sd, rows, tile, sizeof rows);
-  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg2_w2_bulk"), "%s",
+  CHECKF(!strcmp(tile, "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128_s2_seg2_w2_rows"), "%s",
          tile);
-  CHECK(sd->bulk_write == SPLAT__WRITE_BULK &&
+  CHECK(sd->write_mode == SPLAT__WRITE_ROWS &&
         splat__kspec_tile_smem(sd) ==
-            1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 36 + 256);
+            1024 + 2 * 128 * 128 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 36 + 256 + 64 * 16);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(splat__kspec_use_sddmm_wgmma(sd, 0) == 1 && sd->kt == 128); /* already converted */
   /* SPLAT_SDDMM_WGMMA=0 gives the mma.sync kernel its own 64-key sub-tiles in 3 stages. */
   setenv("SPLAT_SDDMM_WGMMA", "0", 1);
   CHECK(splat__kspec_env_sddmm(sp, 0) == SPLAT_OK && sd->tile && !sd->wgmma && sd->kt == 64 &&
-        sd->stages == 3 && !sd->bulk_write);
+        sd->stages == 3 && !sd->write_mode);
   unsetenv("SPLAT_SDDMM_WGMMA");
   /* Bulk copies only for rows of 256 bytes a sub-tile: not with 64 16-bit keys. */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 64, 64, 64, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3 && !sd->bulk_write &&
+  CHECK(sd->wgmma == SYNC && sd->kt == 64 && sd->stages == 3 && !sd->write_mode &&
         splat__kspec_tile_smem(sd) ==
             1024 + 3 * 64 * 128 + 64 * 72 * 2 + 8 * 32 + 3 * 64 * 20 + 256);
   splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(sd->wgmma == SYNC && sd->stages == 2 && !sd->bulk_write &&
+  CHECK(sd->wgmma == SYNC && sd->stages == 2 && !sd->write_mode &&
         splat__kspec_tile_smem(sd) ==
             1024 + 2 * 64 * 256 + 64 * 136 * 2 + 8 * 32 + 2 * 64 * 20 + 256);
   splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 32, 128, 0, "sm_90a", SYNC, 0, 0);
@@ -848,10 +848,10 @@ static void test_attn_epilogues(void) {
   CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
-        sp[SPLAT__KOP_SDDMM].bulk_write == SPLAT__WRITE_ROWS &&
+        sp[SPLAT__KOP_SDDMM].write_mode == SPLAT__WRITE_ROWS &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 2);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
-  CHECK(sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SDDMM].bulk_write &&
+  CHECK(sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SDDMM].write_mode &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 4);
   setenv("SPLAT_ATTN_WS", "0", 1);
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);

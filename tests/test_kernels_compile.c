@@ -152,20 +152,20 @@ int main(void) {
           add(&w4);
         }
         /* The R-SDDMM on wgmma (sm_90a only), with the 4-lane write-out of regrouped rows
-         * where it has no bulk copies (16-bit head_dim 128), and at 16-bit head_dim 64 also
+         * where it has no row stores (16-bit head_dim 128), and at 16-bit head_dim 64 also
          * with the 64-key sub-tiles of key tiles of 64 (its default takes 128). */
         splat__kspec wf = s;
         if (splat__kspec_use_sddmm_wgmma(&wf, 0)) add_arch(&wf, "sm_90a");
         splat__kspec wf4 = wf;
         wf4.write_lanes = 4;
-        if (wf.wgmma && !wf.bulk_write) add_arch(&wf4, "sm_90a");
+        if (wf.wgmma && !wf.write_mode) add_arch(&wf4, "sm_90a");
         splat__kspec wk = s;
         wk.tile_k = 64;
         if (wf.kt == 128 && splat__kspec_use_sddmm_wgmma(&wk, 0)) add_arch(&wk, "sm_90a");
-        /* Rows of one interval: the warp's row stores instead of bulk copies. */
+        /* Rows of one interval (the row stores' common case). */
         splat__kspec w1 = s;
         w1.max_segs = 1;
-        if (splat__kspec_use_sddmm_wgmma(&w1, 0) && w1.bulk_write == SPLAT__WRITE_ROWS)
+        if (splat__kspec_use_sddmm_wgmma(&w1, 0) && w1.write_mode == SPLAT__WRITE_ROWS)
           add_arch(&w1, "sm_90a");
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
          * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where

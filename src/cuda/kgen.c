@@ -62,7 +62,7 @@ static void portable_sub_tiles(splat__kspec *s) {
   while (s->tile_k % kt) kt /= 2;
   s->kt = kt;
   s->stages = s->dt == SPLAT_F32 || (s->op == SPLAT__KOP_SDDMM && s->head_dim > 64) ? 2 : 3;
-  s->bulk_write = SPLAT__WRITE_LANES;
+  s->write_mode = SPLAT__WRITE_LANES;
 }
 
 void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
@@ -134,9 +134,7 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
     char w[16] = "";
     if (s->op == SPLAT__KOP_SDDMM)
       snprintf(w, sizeof w, "_w%d%s", s->write_lanes,
-               s->bulk_write == SPLAT__WRITE_ROWS ? "_rows"
-               : s->bulk_write                    ? "_bulk"
-                                                  : "");
+               s->write_mode == SPLAT__WRITE_ROWS ? "_rows" : "");
     if (s->op == SPLAT__KOP_ATTENTION) snprintf(w, sizeof w, "%s", epi_suffix(s->epi));
     snprintf(tile, cap, "splat_%s_%s_%s_v_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s", on,
              s->wgmma ? "wgmma" : "tile", dname(s->dt), dname(s->vdt), s->head_dim, 16 * s->warps,
@@ -170,7 +168,7 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
               o = tq * (s->kt + 8) * (s->vdt == SPLAT_F32 ? 4 : 2);
     /* With row stores, 16-byte records of the rows (kernels/sddmm.cuh). */
     return 1024 + (s->stages + lo) * s->kt * s->head_dim * esz + (q > o ? q : o) + 8 * 32 + tables +
-           (s->bulk_write == SPLAT__WRITE_ROWS ? tq * 16 : 0);
+           (s->write_mode == SPLAT__WRITE_ROWS ? tq * 16 : 0);
   }
   if (s->op == SPLAT__KOP_SDDMM) {
     const int f32 = s->dt == SPLAT_F32, esz = f32 ? 4 : 2, kstep = f32 ? 8 : 16;
@@ -256,14 +254,12 @@ int splat__kspec_use_sddmm_wgmma(splat__kspec *s, int smem_optin) {
   /* The write-out from shifted staging rows with 128-key sub-tiles of 16-bit scores (256
    * bytes a row): by bulk copies 1.02-1.12x at head_dim 64 over the lanes' stores; at
    * head_dim 128, whose 64-key sub-tiles give copies of 128 bytes, 0.91-0.96x (bench/NOTES.md
-   * v14). Rows of one interval (max_segs 1) take the warp's row stores instead (window
-   * 1.01-1.03x, blocked 1.08-1.10x over the bulk copies; rows of two intervals 0.98-0.99x;
-   * v15), regrouped rows too since their row width keeps them off each other's sectors
-   * (dilated 1.03-1.04x at 4096, 0.98x at 16384; v16). f32 scores keep 16-byte stores (not
-   * measured). */
-  s->bulk_write = s->vdt == SPLAT_F32 || s->kt < 128 ? SPLAT__WRITE_LANES
-                  : s->max_segs == 1                 ? SPLAT__WRITE_ROWS
-                                                     : SPLAT__WRITE_BULK;
+   * v14). The warp's row stores instead, one range a row and sub-tile (a row's other ranges
+   * by the lanes): window 1.01-1.03x, blocked 1.08-1.10x over the bulk copies (v15);
+   * regrouped rows too since their row width keeps them off each other's sectors (dilated
+   * 1.03-1.04x at 4096, 0.98x at 16384), rows of two intervals with the evict-first policy
+   * (longformer 1.03x; v16). f32 scores keep 16-byte stores (not measured). */
+  s->write_mode = s->vdt == SPLAT_F32 || s->kt < 128 ? SPLAT__WRITE_LANES : SPLAT__WRITE_ROWS;
   if (smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
     s->wgmma = SPLAT__WGMMA_NONE;
     portable_sub_tiles(s);
@@ -286,7 +282,7 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin) {
 
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted) {
   splat__kspec *s = &specs[SPLAT__KOP_SDDMM];
-  s->write_lanes = rows_permuted && !s->bulk_write ? 4 : 2;
+  s->write_lanes = rows_permuted && !s->write_mode ? 4 : 2;
 }
 
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
@@ -468,7 +464,7 @@ void splat__kspec_program(const splat__kspec *s, char *buf, size_t cap) {
 /* Prelude values: NINT integers as text (SPLAT_TILE_SMEM: the dynamic shared memory the
  * launch gives the tile kernel, which each tile kernel static_asserts against its own
  * layout), then the kernel names (row and tile; the merge program: its kernel's only), the
- * flags of some kernels (SPLAT_ATTN_EPI, SPLAT_WLPR, SPLAT_SDDMM_BULK) and which kernels the
+ * flags of some kernels (SPLAT_ATTN_EPI, SPLAT_WLPR, SPLAT_SDDMM_ROWSTORE) and which kernels the
  * program leaves out (SPLAT_NO_ROWS or SPLAT_NO_TILE); kept alive for splat__codegen. */
 enum { NINT = 11, NDEF = NINT + 7 };
 
@@ -568,8 +564,8 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);
     defs[n].name = "SPLAT_WLPR";
     defs[n++].value = lanes;
-    defs[n].name = "SPLAT_SDDMM_BULK";
-    defs[n++].value = s->bulk_write == SPLAT__WRITE_ROWS ? "2" : s->bulk_write ? "1" : "0";
+    defs[n].name = "SPLAT_SDDMM_ROWSTORE";
+    defs[n++].value = s->write_mode == SPLAT__WRITE_ROWS ? "1" : "0";
   }
   if (tile_program) {
     snprintf(tile_name, sizeof tile_name, "SPLAT_%s_TILE_NAME", N);

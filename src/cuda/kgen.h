@@ -36,8 +36,8 @@ typedef struct splat__kspec {
   int wgmma;       /* which sm_90a tile kernel (SPLAT__WGMMA_*), or 0; for sddmm SYNC
                     * means sddmm_wgmma.cuh */
   int write_lanes; /* sddmm tile kernels: lanes per row of the score write-out, 2 or 4 */
-  int bulk_write;  /* sddmm wgmma kernel: how a row's whole 16-byte chunks of scores go out
-                    * (SPLAT__WRITE_*; kernels/sddmm.cuh SPLAT_SDDMM_BULK) */
+  int write_mode;  /* sddmm wgmma kernel: how a row's whole 16-byte chunks of scores go out
+                    * (SPLAT__WRITE_*; kernels/sddmm.cuh SPLAT_SDDMM_ROWSTORE) */
   int epi;         /* attention tile kernel: its one epilogue (kernels/params.cuh SPLAT_EPI_*:
                     * PLAIN for one pass without split tiles, SPLIT, or PASS1 for two-pass
                     * plans, whose second pass is a PASS2 kernel of its own) */
@@ -63,8 +63,8 @@ enum {
  * and attention_wgmma.cuh (SPLAT_ATTN_WS=0, and where the other does not fit). */
 enum { SPLAT__WGMMA_NONE = 0, SPLAT__WGMMA_SYNC = 1, SPLAT__WGMMA_WS = 2 };
 /* The R-SDDMM's write-out of whole chunks: the lanes' 16-byte stores from any staging
- * entry; from shifted staging rows, one bulk copy a row, or the warp's row stores. */
-enum { SPLAT__WRITE_LANES = 0, SPLAT__WRITE_BULK = 1, SPLAT__WRITE_ROWS = 2 };
+ * entry, or from shifted staging rows by the warp's row stores. */
+enum { SPLAT__WRITE_LANES = 0, SPLAT__WRITE_ROWS = 1 };
 
 /* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
  * head_dim % 8 == 0, tile_q a multiple of 16 up to 128 and tile_k a multiple of 16. */
@@ -135,10 +135,9 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
 
 /* The sddmm tile kernels' lanes per row of the score write-out, from the plan's report
  * (after the R-SDDMM's kernel is chosen): 2 (a warp's 16 rows in one pass, one interval
- * setup a row and sub-tile) for rows in identity order and with bulk_write (a row's whole
- * chunks go out by one bulk copy), 4 (8 rows a pass) where rows were regrouped by stride
- * and phase (rows_permuted), whose rows interleave in memory with other CTAs' and which
- * ran up to 27% slower with 2 (bench/NOTES.md, v6). */
+ * setup a row and sub-tile) for rows in identity order and with the row stores (write_mode), 4 (8
+ * rows a pass) where rows were regrouped by stride and phase (rows_permuted), whose rows interleave
+ * in memory with other CTAs' and which ran up to 27% slower with 2 (bench/NOTES.md, v6). */
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
