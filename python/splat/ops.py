@@ -125,7 +125,8 @@ class PlanCache:
 
 
 def _cache_size() -> int:
-    text = os.environ.get("SPLAT_PLAN_CACHE_SIZE", "64")
+    # empty counts as unset, as for the C library's variables (SPLAT_NUM_THREADS, ...)
+    text = os.environ.get("SPLAT_PLAN_CACHE_SIZE") or "64"
     if not text.strip().isdigit():
         raise invalid(f"$SPLAT_PLAN_CACHE_SIZE={text!r} must be a non-negative integer")
     return int(text)

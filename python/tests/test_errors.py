@@ -91,6 +91,15 @@ def test_bad_environment_variables_are_named(var, value, message):
     assert message in res.stdout + res.stderr, res.stdout + res.stderr
 
 
+def test_empty_plan_cache_size_is_the_default():
+    # as SPLAT_NUM_THREADS="" in the C library: an empty variable counts as unset
+    code = "import splat\nprint(splat.plan_cache.info()['capacity'])\n"
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ, SPLAT_PLAN_CACHE_SIZE=""), capture_output=True, text=True
+    )
+    assert res.stdout.strip() == "64", res.stdout + res.stderr
+
+
 def test_bad_shapes(rng):
     pat = splat.Pattern("causal", 40)
     q = randn(rng, (1, 2, 40, 8), np.float32)
