@@ -273,7 +273,11 @@ SPLAT_DEV bool splat_sddmm_write(const splat_sddmm_params &P, const unsigned cha
                                  int64_t bh_off, bool vec, int shift, uint4 &job) {
   const int sub = lane % SPLAT_WLPR;
   bool carried = false; /* this lane left entries for the next sub-tile */
-  bool recorded = false; /* row stores: this row's record is taken (one range a sub-tile) */
+#if SPLAT_SDDMM_ROWSTORE
+  /* This row's record is taken (one range a row and sub-tile). Row stores have two lanes a
+   * row, so one pass: the flag and `job` belong to the one row of this lane. */
+  bool recorded = false;
+#endif
 #pragma unroll
   for (int pass = 0; pass < SPLAT_WLPR / 2; pass++) {
     const int rl = (32 / SPLAT_WLPR) * pass + lane / SPLAT_WLPR, r = 16 * warp + rl;
