@@ -258,10 +258,8 @@ SPLAT_API splat_status splat_plan_create(splat_context *ctx, const splat_pattern
 SPLAT_API void splat_plan_destroy(splat_plan *plan);
 /* The analysis the plan was built from. out: host. */
 SPLAT_API splat_status splat_plan_report(const splat_plan *plan, splat_report *out);
-/* W, the last dimension of ACSR value tensors: the largest row nnz (at least 1); from 128
- * on rounded up by at most 15 to the residue modulo 16 under which the GPU writes whole
- * 32-byte sectors of values (docs/format.md "Row width"). It depends on the pattern and
- * max_segments only. */
+/* W, the last dimension of ACSR value tensors: the largest row nnz (at least 1), rounded up
+ * to a multiple of 16 when it is 128 or more (docs/format.md "Row width"). */
 SPLAT_API int64_t splat_plan_row_width(const splat_plan *plan);
 
 /* ---------------------------------------------------------------- operations

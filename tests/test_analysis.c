@@ -399,7 +399,7 @@ static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_sha
       CHECKF(hsum == sq && rep.rows_by_segments[a.max_segments + 1] == a.rem_rows &&
                  rep.nnz == a.nnz && rep.max_row_nnz == a.width,
              "%s: report histogram/totals", w2);
-      CHECKF(rep.row_width >= a.width && rep.row_width <= a.width + (a.width >= 128 ? 15 : 0),
+      CHECKF(rep.row_width == (a.width >= 128 ? (a.width + 15) / 16 * 16 : a.width),
              "%s: row width %lld for rows of at most %lld", w2, (long long)rep.row_width,
              (long long)a.width);
       splat__tile_plan_free(&t);
@@ -936,21 +936,22 @@ static void test_memory_refused(void) {
 
 /* ------------------------------------------------------------ row width */
 
-/* W per pattern (docs/format.md "Row width"): sliding rows one more than a multiple of 16,
- * blocked, regrouped (strided) and padded rows a multiple of 16, short rows unrounded. */
+/* W per pattern (docs/format.md "Row width"): the largest row, from 128 entries on rounded up
+ * to a multiple of 16. */
 static void test_row_width(void) {
   static const struct {
     const char *spec;
     int64_t seq, max_nnz, width;
   } cases[] = {
-      {"window(256)", 4096, 513, 513},
-      {"window(100)", 4096, 201, 209},
-      {"causal & window(512,0)", 4096, 513, 513},
+      {"window(256)", 4096, 513, 528},
+      {"window(100)", 4096, 201, 208},
+      {"causal & window(512,0)", 4096, 513, 528},
       {"dilated(256,2)", 4096, 513, 528},
       {"blocked(512)", 4096, 512, 512},
       {"longformer(256,64)", 4096, 4096, 4096},
       {"strided(64) | window(64)", 4096, 190, 192},
-      {"window(300)", 1000, 601, 608},
+      {"window(63)", 1000, 127, 127},
+      {"window(64)", 1000, 129, 144},
       {"window(3)", 4096, 7, 7},
       {"dense", 97, 97, 97},
       {"window(-1)", 50, 0, 1},

@@ -310,7 +310,7 @@ def sddmm(
     """Sampled dense-dense product: ``scores[b,h,i,t] = scale * <q[b,h,i], k[b,hk,c_t(i)]>``
     where c_t(i) is the t-th visible column of row i (increasing). Returns ACSR values
     [batch, heads, seq_q, W] (W = ``pattern.row_width``: the widest row, from 128 entries on
-    rounded up by at most 15; padding entries are 0) in ``dtype``
+    rounded up to a multiple of 16; padding entries are 0) in ``dtype``
     (default: q's dtype). scale: None for 1/sqrt(head_dim)."""
     qa, code = _array(q, "q")
     ka, kcode = _array(k, "k")

@@ -352,8 +352,8 @@ class Pattern:
     @property
     def row_width(self) -> int:
         """W, the last dimension of ACSR values (``sddmm``'s output): the largest row
-        nnz, rounded up by at most 15 so that the GPU writes whole 32-byte sectors
-        (docs/format.md "Row width")."""
+        nnz (at least 1), from 128 on rounded up to a multiple of 16: rows on 32-byte
+        sectors (docs/format.md "Row width")."""
         if self._row_width is None:
             self._row_width = int(self._analyze(0, 0, 0).row_width)
         return self._row_width

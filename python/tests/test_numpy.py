@@ -64,10 +64,10 @@ def test_unfused_pipeline_every_spec(rng, spec, pred, dtype):
 
 @pytest.mark.parametrize(
     "spec,pred,width",
-    [("dilated(100,2)", ref.dilated(100, 2), 208), ("window(100)", ref.window(100), 209)],
+    [("dilated(100,2)", ref.dilated(100, 2), 208), ("window(100)", ref.window(100), 208)],
 )
 def test_row_width_rounds_long_rows(rng, spec, pred, width):
-    # docs/format.md "Row width": rows of 128 or more entries are padded to whole sectors
+    # docs/format.md "Row width": rows of 128 or more entries are padded to a multiple of 16
     B, H, seq, D = 1, 2, 700, 8
     q, k = (randn(rng, (B, H, seq, D), np.float32) for _ in range(2))
     mask = ref.mask_of(pred, seq, seq)

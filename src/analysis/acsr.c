@@ -218,7 +218,7 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
     }
   }
   splat__row_eval_destroy(e);
-  out->row_width = splat__acsr_choose_row_width(out);
+  out->row_width = splat__acsr_choose_row_width(out->width);
   return SPLAT_OK;
 
 fail:

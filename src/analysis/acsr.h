@@ -33,11 +33,15 @@ void splat__acsr_free(splat__acsr *a);
 static inline int splat__acsr_row_irregular(const splat__acsr *a, int64_t i) {
   return a->rem_row[i + 1] > a->rem_row[i];
 }
-/* W, the last dimension of ACSR value tensors: the largest row nnz rounded up to the
- * residue modulo 16 under which the GPU R-SDDMM writes whole 32-byte sectors (row_width.c),
- * when that is at least SPLAT__ROUNDED_ROWS. splat__acsr_build sets a->row_width by it. */
+/* W, the last dimension of ACSR value tensors (a->row_width): the largest row nnz, rounded
+ * up to a multiple of 16 from SPLAT__ROUNDED_ROWS on, so that rows of contiguous 16-bit
+ * values start on 32-byte sectors and no two rows share one (docs/format.md "Row width";
+ * bench/NOTES.md v16). Shorter rows keep the largest nnz (rounding would cost up to 15 / W
+ * of the memory). */
 #define SPLAT__ROUNDED_ROWS 128
-int64_t splat__acsr_choose_row_width(const splat__acsr *a);
+static inline int64_t splat__acsr_choose_row_width(int64_t max_row_nnz) {
+  return max_row_nnz < SPLAT__ROUNDED_ROWS ? max_row_nnz : (max_row_nnz + 15) / 16 * 16;
+}
 /* Number of columns of row i. */
 int64_t splat__acsr_row_nnz(const splat__acsr *a, int64_t i);
 /* Columns of row i in increasing order into out (room for a->width); returns count.
