@@ -182,7 +182,7 @@ typedef struct splat_report {
   int64_t seq_q, seq_k;
   int64_t nnz;         /* mask elements */
   double density;      /* nnz / (seq_q * seq_k) */
-  int64_t max_row_nnz; /* the largest row's nnz */
+  int64_t max_row_nnz; /* the largest row's nnz (0 for an empty mask) */
   int64_t row_width;   /* W, the last dimension of ACSR values (splat_plan_row_width) */
   int max_segments;    /* K used by the analysis */
   /* rows_by_segments[s] = rows with s affine segments (s = 0..K);
@@ -266,7 +266,8 @@ SPLAT_API int64_t splat_plan_row_width(const splat_plan *plan);
  * All tensors live where the plan's context runs (host for CPU, device for CUDA)
  * and must match the plan's shapes. stream: a CUstream for CUDA (NULL = default
  * stream); ignored by the CPU backend, which runs synchronously. Inputs must be
- * finite. Values of padding entries (k >= row nnz) are never read or written. */
+ * finite. Values of padding entries (k >= row nnz) are never read; the CUDA R-SDDMM may set
+ * to +0 those in the 32-byte sector of a row's last entry, and writes no other. */
 typedef struct CUstream_st *splat_stream;
 
 /* scores[b,h,i,k] = scale * <Q[b,h,i], K[b,hk,col_k(i)]>, col_k(i) the k-th column

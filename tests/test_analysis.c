@@ -397,7 +397,7 @@ static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_sha
       int64_t hsum = 0;
       for (int s = 0; s <= a.max_segments + 1; s++) hsum += rep.rows_by_segments[s];
       CHECKF(hsum == sq && rep.rows_by_segments[a.max_segments + 1] == a.rem_rows &&
-                 rep.nnz == a.nnz && rep.max_row_nnz == a.width,
+                 rep.nnz == a.nnz && rep.max_row_nnz == (a.nnz > 0 ? a.width : 0),
              "%s: report histogram/totals", w2);
       CHECKF(rep.row_width == (a.width >= 128 ? (a.width + 15) / 16 * 16 : a.width),
              "%s: row width %lld for rows of at most %lld", w2, (long long)rep.row_width,
@@ -754,7 +754,7 @@ static void test_report_bytes(void) {
   splat_report r;
   CHECK(p && splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
   CHECK(r.nnz == 0 && r.regular_fraction == 1.0 && r.tile_waste == 0.0 && r.computed == 0);
-  CHECK(r.max_row_nnz == 1 && r.rows_by_segments[0] == 6 && r.bsr_blocks == 0);
+  CHECK(r.max_row_nnz == 0 && r.row_width == 1 && r.rows_by_segments[0] == 6 && r.bsr_blocks == 0);
   splat_pattern_destroy(p);
 }
 
@@ -963,8 +963,7 @@ static void test_row_width(void) {
       CHECK(0);
       continue;
     }
-    CHECKF(r.max_row_nnz == (cases[c].max_nnz > 0 ? cases[c].max_nnz : 1) &&
-               r.row_width == cases[c].width,
+    CHECKF(r.max_row_nnz == cases[c].max_nnz && r.row_width == cases[c].width,
            "%s at %lld: largest row %lld, row width %lld; want %lld", cases[c].spec,
            (long long)cases[c].seq, (long long)r.max_row_nnz, (long long)r.row_width,
            (long long)cases[c].width);

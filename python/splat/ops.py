@@ -127,7 +127,7 @@ class PlanCache:
 def _cache_size() -> int:
     # empty counts as unset, as for the C library's variables (SPLAT_NUM_THREADS, ...)
     text = os.environ.get("SPLAT_PLAN_CACHE_SIZE") or "64"
-    if not text.strip().isdigit():
+    if not text.lstrip().isdigit():  # leading blanks as strtol skips them; no trailing ones
         raise invalid(f"$SPLAT_PLAN_CACHE_SIZE={text!r} must be a non-negative integer")
     return int(text)
 
@@ -238,7 +238,13 @@ def check_empty_batch(**shapes: Tuple[Tuple[int, ...], Tuple[int, ...]]) -> None
     the call would have checked them; the plan, built for batch 1, checked the rest."""
     for name, (got, want) in shapes.items():
         if tuple(got) != tuple(want):
-            raise invalid(f"{name}.shape={list(got)} but the plan expects {list(want)}")
+            hint = ""
+            if name in ("scores", "probs") and tuple(got)[3:] != tuple(want)[3:]:
+                hint = (
+                    " (the last dimension is the row width W, pattern.row_width: the largest row nnz,"
+                    " from 128 on rounded up to a multiple of 16)"
+                )
+            raise invalid(f"{name}.shape={list(got)} but the plan expects {list(want)}{hint}")
 
 
 def _out_code(dtype: Any, default: int) -> int:

@@ -80,6 +80,8 @@ def test_row_width_rounds_long_rows(rng, spec, pred, width):
     ref.assert_close(scores, ref.to_values(dense_s, mask, width), "float32", "sddmm")
     probs = splat.softmax(scores, pat)
     assert probs.shape == scores.shape
+    with pytest.raises(splat.Error, match=r"expects \[1, ?2, ?700, ?%d\].*row width W" % width):
+        splat.softmax(np.ascontiguousarray(scores[..., :201]), pat)
     want, _ = ref.attention(q, k, k, mask, scale=0.5)
     ref.assert_close(splat.spmm(probs, k, pat), want, "float32", "spmm")
 

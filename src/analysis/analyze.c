@@ -152,8 +152,14 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   const double rows = r->seq_q > 0 ? (double)r->seq_q : 1.0;
   sb_printf(b, "mask %lld x %lld\n", (long long)r->seq_q, (long long)r->seq_k);
   sb_printf(b, "  nnz              %lld (density %.4g%%)\n", (long long)r->nnz, 100.0 * r->density);
-  sb_printf(b, "  row width W      %lld (largest row %lld)\n", (long long)r->row_width,
-            (long long)r->max_row_nnz);
+  if (r->row_width == r->max_row_nnz) {
+    sb_printf(b, "  row width W      %lld (largest row)\n", (long long)r->row_width);
+  } else if (r->max_row_nnz == 0) {
+    sb_printf(b, "  row width W      %lld (empty mask: at least 1)\n", (long long)r->row_width);
+  } else {
+    sb_printf(b, "  row width W      %lld (largest row %lld, rounded up to a multiple of 16)\n",
+              (long long)r->row_width, (long long)r->max_row_nnz);
+  }
   sb_printf(b, "  segments/row     K = %d\n", r->max_segments);
   for (int s = 0; s <= K; s++) {
     if (r->rows_by_segments[s] == 0) continue;

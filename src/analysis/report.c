@@ -101,7 +101,7 @@ splat_status splat__report_build(const splat__acsr *a, const splat__tile_plan *t
   rep->seq_k = seq_k;
   rep->nnz = a->nnz;
   rep->density = seq_q > 0 && seq_k > 0 ? (double)a->nnz / ((double)seq_q * (double)seq_k) : 0.0;
-  rep->max_row_nnz = a->width;
+  rep->max_row_nnz = a->nnz > 0 ? a->width : 0; /* a->width is at least 1 */
   rep->row_width = a->row_width;
   rep->max_segments = K;
   for (int64_t i = 0; i < seq_q; i++) {

@@ -72,8 +72,14 @@ splat_status splat__check_tensor(const char *fn, const char *name, const splat_t
                        splat_dtype_name(t->dtype), splat_dtype_name((splat_dtype)dtype));
   }
   if (memcmp(t->shape, shape, sizeof t->shape) != 0) {
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: %s.shape=%s but the plan expects %s", fn,
-                       name, shape_text(t->shape, a, sizeof a), shape_text(shape, b, sizeof b));
+    /* ACSR values end in the row width W, which is not always the largest row nnz. */
+    const int values = !strcmp(name, "scores") || !strcmp(name, "probs");
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: %s.shape=%s but the plan expects %s%s", fn,
+                       name, shape_text(t->shape, a, sizeof a), shape_text(shape, b, sizeof b),
+                       values && t->shape[3] != shape[3]
+                           ? " (the last dimension is the row width W, splat_plan_row_width: the "
+                             "largest row nnz, from 128 on rounded up to a multiple of 16)"
+                           : "");
   }
   if (numel(t) == 0) return SPLAT_OK;
   if (!t->data) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: %s.data is NULL", fn, name);
