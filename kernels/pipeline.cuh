@@ -124,6 +124,33 @@ SPLAT_DEV bool splat_warp_touches(const splat_ival *sIv, const int *sNiv, int tb
   return __any_sync(0xffffffffu, touched);
 }
 
+/* The R-SDDMM's variant of splat_warp_touches: the 8-column blocks [jlo, jhi) of the
+ * sub-tile (gathered keys g0 + 8 jlo .. g0 + 8 jhi - 1) holding every column some interval
+ * of the warp's 16 rows covers, so the staging skips the blocks no row writes; packed as
+ * jlo | jhi << 16 in one register (0: no row meets the sub-tile). Warp-uniform
+ * (reductions); every lane of the warp calls it. */
+template <int TQ, int KT>
+SPLAT_DEV int splat_warp_blocks(const splat_ival *sIv, const int *sNiv, int tb, int nrows,
+                                int warp, int lane, int32_t g0) {
+  int lo = KT, hi = 0;
+  if (16 * warp < nrows && lane < 16) {
+    const int r = 16 * warp + lane;
+    const int niv = sNiv[tb * TQ + r];
+    const splat_ival *iv = sIv + (tb * TQ + r) * SPLAT_MAX_SEGS;
+    for (int q = 0; q < niv; q++) {
+      const int4 v = *(const int4 *)(iv + q);
+      const int a = max(v.x - g0, 0), b = min(v.y - g0 + 1, KT);
+      if (a < b) {
+        lo = min(lo, a);
+        hi = max(hi, b);
+      }
+    }
+  }
+  lo = __reduce_min_sync(0xffffffffu, lo) >> 3;
+  hi = (__reduce_max_sync(0xffffffffu, hi) + 7) >> 3;
+  return hi > lo ? lo | hi << 16 : 0;
+}
+
 /* Gathers the query rows of a CTA's block, original rows sRow[0 .. TQ), from a
  * [B, H, S, head_dim] tensor at (b, h) into shared memory, one 16-byte cp.async per chunk
  * of 16 / sizeof(T) elements; dst(r, ch) is the shared address of chunk ch of block row

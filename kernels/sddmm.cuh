@@ -119,15 +119,17 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
 
 /* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows, row g's
  * column c at entry SP0 + shift + c, shift sh0 for rows g < 8, sh1 for g + 8; 0 without
- * row stores) from the m16n8 accumulator layout, repeated over KT/8 column blocks:
+ * row stores) from the m16n8 accumulator layout, repeated over KT/8 column blocks, of
+ * which only blocks [jlo, jhi) (the columns the warp's rows write, splat_warp_blocks):
  * acc[4j], acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns
  * of row g+8 (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike).
  * A shifted pair may straddle two 4-byte words: one store a score. */
 SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, unsigned char *wo,
-                                 int lane, int sh0, int sh1) {
+                                 int lane, int sh0, int sh1, int jlo, int jhi) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < SPLAT_KT / 8; j++) {
+    if (j < jlo || j >= jhi) continue;
     const int c = 8 * j + 2 * t;
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
@@ -476,7 +478,8 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
 
 /* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
  * ACSR entries through its staging rows wo (for warps some of whose rows meet the
- * sub-tile: splat_warp_touches); first, last and vec as splat_sddmm_write, whose unwritten
+ * sub-tile, in column blocks `blocks`: splat_warp_blocks; acc need only hold those);
+ * first, last and vec as splat_sddmm_write, whose unwritten
  * tails move to the carry columns here (row stores: in splat_sddmm_prepare, which gave
  * `shift`). carry (row stores only; the caller keeps it from one sub-tile to the next,
  * false at first): whether this lane's row left entries for the next sub-tile. */
@@ -484,13 +487,14 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
                                 unsigned char *wo, const splat_ival *sIv, const int *sNiv,
                                 const int *sRow, int tb, int nrows, int warp, int lane, bool first,
                                 bool last, int32_t g0, int64_t bh_off, bool vec, int shift,
-                                bool &carry, uint4 *recs) {
+                                int blocks, bool &carry, uint4 *recs) {
+  const int jlo = blocks & 0xffff, jhi = blocks >> 16; /* the column blocks to stage */
 #if SPLAT_SDDMM_ROWSTORE
   const int g = lane >> 2;
   const int sh0 = __shfl_sync(0xffffffffu, shift, 2 * g),
             sh1 = __shfl_sync(0xffffffffu, shift, 2 * g + 16);
   __syncwarp();
-  splat_sddmm_stage(acc, P.scale, wo, lane, sh0, sh1);
+  splat_sddmm_stage(acc, P.scale, wo, lane, sh0, sh1, jlo, jhi);
   __syncwarp();
   uint4 job = make_uint4(0u, 0u, 0u, 0u); /* this row's record for the row stores */
   carry = splat_sddmm_write(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, g0, carry && !first,
@@ -501,7 +505,7 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
 #else
   (void)carry;
   (void)shift;
-  splat_sddmm_stage(acc, P.scale, wo, lane, 0, 0);
+  splat_sddmm_stage(acc, P.scale, wo, lane, 0, 0, jlo, jhi);
   __syncwarp();
   (void)recs;
   uint4 job = make_uint4(0u, 0u, 0u, 0u);
@@ -587,8 +591,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       [&](bool first, bool last, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
         __syncthreads(); /* sub-tile `it` and its run's tables are in */
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
-         * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
-        if (!splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)) return;
+         * window's warp spans fewer keys than its tile's runs): no mma, no staging; else
+         * stage only the column blocks its rows write. */
+        const int blocks =
+            splat_warp_blocks<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+        if (blocks == 0) return;
         const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
                                               g0, bh_off, vec, carry);
         const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
@@ -634,7 +641,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
 #endif
         splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
-                         bh_off, vec, shift, carry, nullptr);
+                         bh_off, vec, shift, blocks, carry, nullptr);
       });
 }
 

@@ -163,8 +163,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
           __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
         }
         /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
-        const bool touches =
-            splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+        const int blocks =
+            splat_warp_blocks<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+        const bool touches = blocks != 0;
         const int shift = touches ? splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp,
                                                         lane, first, g0, bh_off, vec, carry)
                                   : 0;
@@ -188,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
         splat_wgmma_fence_acc(acc);
         if (touches)
           splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
-                           bh_off, vec, shift, carry, sRec);
+                           bh_off, vec, shift, blocks, carry, sRec);
       });
 }
 
