@@ -476,9 +476,23 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
   return shift;
 }
 
+/* The column blocks of sub-tile g0 a warp stages (splat_sddmm_emit's `blocks`; 0 when none
+ * of its rows meets the sub-tile): with row stores, whose shifted staging takes a 16-bit
+ * store a score, only those its rows write (splat_warp_blocks; longformer 1.03x, window
+ * 1.02x at head_dim 64, bench/NOTES.md v17); else all, staged by 4-byte stores, where the
+ * narrower range did not pay for its reductions. */
+SPLAT_DEV int splat_sddmm_blocks(const splat_ival *sIv, const int *sNiv, int tb, int nrows, int warp,
+                                 int lane, int32_t g0) {
+  if (SPLAT_SDDMM_ROWSTORE)
+    return splat_warp_blocks<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+  return splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)
+             ? (SPLAT_KT / 8) << 16
+             : 0;
+}
+
 /* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
  * ACSR entries through its staging rows wo (for warps some of whose rows meet the
- * sub-tile, in column blocks `blocks`: splat_warp_blocks; acc need only hold those);
+ * sub-tile, in column blocks `blocks`: splat_sddmm_blocks; acc need only hold those);
  * first, last and vec as splat_sddmm_write, whose unwritten
  * tails move to the carry columns here (row stores: in splat_sddmm_prepare, which gave
  * `shift`). carry (row stores only; the caller keeps it from one sub-tile to the next,
@@ -505,7 +519,9 @@ SPLAT_DEV void splat_sddmm_emit(const splat_sddmm_params &P, const float (&acc)[
 #else
   (void)carry;
   (void)shift;
-  splat_sddmm_stage(acc, P.scale, wo, lane, 0, 0, jlo, jhi);
+  (void)jlo;
+  (void)jhi;
+  splat_sddmm_stage(acc, P.scale, wo, lane, 0, 0, 0, SPLAT_KT / 8);
   __syncwarp();
   (void)recs;
   uint4 job = make_uint4(0u, 0u, 0u, 0u);
@@ -593,8 +609,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
          * window's warp spans fewer keys than its tile's runs): no mma, no staging; else
          * stage only the column blocks its rows write. */
-        const int blocks =
-            splat_warp_blocks<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+        const int blocks = splat_sddmm_blocks(sIv, sNiv, tb, nrows, warp, lane, g0);
         if (blocks == 0) return;
         const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
                                               g0, bh_off, vec, carry);

@@ -163,8 +163,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
           __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
         }
         /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
-        const int blocks =
-            splat_warp_blocks<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
+        const int blocks = splat_sddmm_blocks(sIv, sNiv, tb, nrows, warp, lane, g0);
         const bool touches = blocks != 0;
         const int shift = touches ? splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp,
                                                         lane, first, g0, bh_off, vec, carry)
