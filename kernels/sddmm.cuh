@@ -120,7 +120,8 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
 /* Stages the warp's 16 x KT scaled scores (dtype SDT) at wo (its 16 staging rows, row g's
  * column c at entry SP0 + shift + c, shift sh0 for rows g < 8, sh1 for g + 8; 0 without
  * row stores) from the m16n8 accumulator layout, repeated over KT/8 column blocks, of
- * which only blocks [jlo, jhi) (the columns the warp's rows write, splat_warp_blocks):
+ * which only blocks [jlo, jhi) are staged (from the lowest to the highest block the warp's
+ * rows write, splat_sddmm_blocks):
  * acc[4j], acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns
  * of row g+8 (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike).
  * A shifted pair may straddle two 4-byte words: one store a score. */
@@ -450,7 +451,10 @@ SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs
  * interval meeting it (0 without row stores or without `vec`). A row's intervals are
  * disjoint and in ascending order (splat_row_intervals keeps the plan's segment order), so
  * an interval carried in from the previous sub-tile is that first one, and its shift is
- * the one its tail was staged with. Before the warp's
+ * the one its tail was staged with. The carried columns were staged (the carrying interval
+ * reaches column KT - 1, so that sub-tile's blocks ran to KT/8), and the unstaged entries
+ * the 16-byte copy brings into [shift, 8) are overwritten by block 0 (the interval covers
+ * column 0 here). Before the warp's
  * accumulators are live, so its registers do not add to theirs. */
 SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo,
                                   const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
@@ -478,9 +482,10 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
 
 /* The column blocks of sub-tile g0 a warp stages (splat_sddmm_emit's `blocks`; 0 when none
  * of its rows meets the sub-tile): with row stores, whose shifted staging takes a 16-bit
- * store a score, only those its rows write (splat_warp_blocks; longformer 1.03x, window
- * 1.02x at head_dim 64, bench/NOTES.md v17); else all, staged by 4-byte stores, where the
- * narrower range did not pay for its reductions. */
+ * store a score, the blocks from the lowest to the highest its rows write
+ * (splat_warp_blocks; longformer 1.03x, window 1.02x at head_dim 64, bench/NOTES.md v17);
+ * else all, staged by 4-byte (f16 / bf16) or 8-byte (f32) stores, where the narrower range
+ * did not pay for its reductions. */
 SPLAT_DEV int splat_sddmm_blocks(const splat_ival *sIv, const int *sNiv, int tb, int nrows, int warp,
                                  int lane, int32_t g0) {
   if (SPLAT_SDDMM_ROWSTORE)
@@ -492,7 +497,8 @@ SPLAT_DEV int splat_sddmm_blocks(const splat_ival *sIv, const int *sNiv, int tb,
 
 /* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
  * ACSR entries through its staging rows wo (for warps some of whose rows meet the
- * sub-tile, in column blocks `blocks`: splat_sddmm_blocks; acc need only hold those);
+ * sub-tile, in column blocks `blocks`: splat_sddmm_blocks; with row stores acc need only
+ * hold those, the other programs stage every block);
  * first, last and vec as splat_sddmm_write, whose unwritten
  * tails move to the carry columns here (row stores: in splat_sddmm_prepare, which gave
  * `shift`). carry (row stores only; the caller keeps it from one sub-tile to the next,
@@ -607,8 +613,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       [&](bool first, bool last, int32_t g0, int tb, int it, int nrows, int64_t bh_off, bool vec) {
         __syncthreads(); /* sub-tile `it` and its run's tables are in */
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
-         * window's warp spans fewer keys than its tile's runs): no mma, no staging; else
-         * stage only the column blocks its rows write. */
+         * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
         const int blocks = splat_sddmm_blocks(sIv, sNiv, tb, nrows, warp, lane, g0);
         if (blocks == 0) return;
         const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
