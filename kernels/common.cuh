@@ -168,6 +168,10 @@ SPLAT_DEV void splat_cp_async16(void *smem, const void *gmem, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(splat_smem_addr(smem)),
                "l"(gmem), "r"(n));
 }
+/* 16 bytes global -> shared (shared-window address saddr), all of them. */
+SPLAT_DEV void splat_cp_async16_at(uint32_t saddr, const void *gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem));
+}
 SPLAT_DEV void splat_cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

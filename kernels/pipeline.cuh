@@ -124,33 +124,6 @@ SPLAT_DEV bool splat_warp_touches(const splat_ival *sIv, const int *sNiv, int tb
   return __any_sync(0xffffffffu, touched);
 }
 
-/* The R-SDDMM's variant of splat_warp_touches: the 8-column blocks [jlo, jhi) of the
- * sub-tile (gathered keys g0 + 8 jlo .. g0 + 8 jhi - 1) holding every column some interval
- * of the warp's 16 rows covers, so the staging skips the blocks no row writes; packed as
- * jlo | jhi << 16 in one register (0: no row meets the sub-tile). Warp-uniform
- * (reductions); every lane of the warp calls it. */
-template <int TQ, int KT>
-SPLAT_DEV int splat_warp_blocks(const splat_ival *sIv, const int *sNiv, int tb, int nrows,
-                                int warp, int lane, int32_t g0) {
-  int lo = KT, hi = 0;
-  if (16 * warp < nrows && lane < 16) {
-    const int r = 16 * warp + lane;
-    const int niv = sNiv[tb * TQ + r];
-    const splat_ival *iv = sIv + (tb * TQ + r) * SPLAT_MAX_SEGS;
-    for (int q = 0; q < niv; q++) {
-      const int4 v = *(const int4 *)(iv + q);
-      const int a = max(v.x - g0, 0), b = min(v.y - g0 + 1, KT);
-      if (a < b) {
-        lo = min(lo, a);
-        hi = max(hi, b);
-      }
-    }
-  }
-  lo = __reduce_min_sync(0xffffffffu, lo) >> 3;
-  hi = (__reduce_max_sync(0xffffffffu, hi) + 7) >> 3;
-  return hi > lo ? lo | hi << 16 : 0;
-}
-
 /* Gathers the query rows of a CTA's block, original rows sRow[0 .. TQ), from a
  * [B, H, S, head_dim] tensor at (b, h) into shared memory, one 16-byte cp.async per chunk
  * of 16 / sizeof(T) elements; dst(r, ch) is the shared address of chunk ch of block row
@@ -180,8 +153,11 @@ SPLAT_DEV void splat_gather_rows(const splat_dev_tensor &x, int64_t b, int64_t h
  * one 16-byte cp.async per chunk of 16 / sizeof(T) elements; dst(kk, ch) is the shared
  * address of chunk ch of gathered row kk (a padded row-major stage, or a swizzled one for
  * wgmma). Keys past seq_k and chunks past SPLAT_HEAD_DIM are zero-filled. K for R-SDDMM,
- * V for R-SpMM, both for the fused attention. */
-template <int CHUNKS, int KT, int THREADS, bool ROLLED = false, typename T, class Dst>
+ * V for R-SpMM, both for the fused attention. ONE_TEST (the R-SDDMM's): a thread of a run of
+ * width 1 tests once whether all its keys lie inside seq_k, and then copies without tests
+ * (the R-SpMM was 0.99-1.0x with it). */
+template <int CHUNKS, int KT, int THREADS, bool ROLLED = false, bool ONE_TEST = false, typename T,
+          class Dst>
 SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t seq_k,
                                  const splat_dev_run &run, int64_t g0, const Dst &dst) {
   constexpr int EPC = 16 / (int)sizeof(T), N = KT * CHUNKS;
@@ -201,6 +177,23 @@ SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t
       const int64_t kstep = (int64_t)KSTEP * run.stride;
       const T *src = kb + key * s2 + ch * EPC;
       const int64_t sstep = kstep * s2;
+      if (ONE_TEST && col && key + (N / THREADS - 1) * kstep < seq_k) {
+        /* Every key of this thread inside seq_k (all but a sequence's last sub-tile): the
+         * copies without a test or a select each (R-SDDMM 1.02x at head_dim 64,
+         * bench/NOTES.md v19). Rows KSTEP apart, KSTEP a multiple of 8, are a constant
+         * apart in both stage layouts (padded rows; 128-byte swizzle, whose phase is the
+         * row % 8). */
+        const uint32_t a0 = splat_smem_addr(dst(kk0, ch));
+        const uint32_t astep = splat_smem_addr(dst(kk0 + KSTEP, ch)) - a0;
+#pragma unroll
+        for (int i = 0; i < N / THREADS; i++) {
+          splat_cp_async16_at(KSTEP % 8 == 0 ? a0 + (uint32_t)i * astep
+                                             : splat_smem_addr(dst(kk0 | (i * KSTEP), ch)),
+                              src);
+          src += sstep;
+        }
+        return;
+      }
 #pragma unroll
       for (int i = 0; i < N / THREADS; i++) {
         const bool valid = col && key < seq_k;

@@ -121,16 +121,19 @@ SPLAT_DEV void splat_sddmm_put(void *base, int64_t e, uint32_t v) {
  * column c at entry SP0 + shift + c, shift sh0 for rows g < 8, sh1 for g + 8; 0 without
  * row stores) from the m16n8 accumulator layout, repeated over KT/8 column blocks, of
  * which only blocks [jlo, jhi) are staged (from the lowest to the highest block the warp's
- * rows write, splat_sddmm_blocks):
+ * rows write, splat_sddmm_prepare):
  * acc[4j], acc[4j+1] are row g, columns 8j+2t, +1; acc[4j+2], acc[4j+3] the same columns
  * of row g+8 (mma.sync's C fragments and the wgmma accumulator of the warp's slab alike).
- * A shifted pair may straddle two 4-byte words: one store a score. */
+ * A shifted pair may straddle two 4-byte words: one store a score, each score converted on
+ * its own (no unpacking of a pair). */
 SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, unsigned char *wo,
                                  int lane, int sh0, int sh1, int jlo, int jhi) {
+  static_assert(SPLAT_KT / 8 <= 32, "a bit a column block");
   const int g = lane >> 2, t = lane & 3;
+  const uint32_t live = (jhi >= 32 ? ~0u : (1u << jhi) - 1u) & ~((1u << jlo) - 1u);
 #pragma unroll
   for (int j = 0; j < SPLAT_KT / 8; j++) {
-    if (j < jlo || j >= jhi) continue;
+    if (!((live >> j) & 1u)) continue;
     const int c = 8 * j + 2 * t;
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
@@ -139,12 +142,11 @@ SPLAT_DEV void splat_sddmm_stage(const float (&acc)[SPLAT_KT / 2], float scale, 
 #if SPLAT_SDT == SPLAT_F32
       *(float2 *)(wo + 4 * e) = make_float2(x0, x1);
 #else
-      const uint32_t w = splat_pack2<SPLAT_SDT>(x0, x1);
       if (SPLAT_SDDMM_ROWSTORE) {
-        ((uint16_t *)wo)[e] = (uint16_t)w;
-        ((uint16_t *)wo)[e + 1] = (uint16_t)(w >> 16);
+        ((uint16_t *)wo)[e] = splat_to16<SPLAT_SDT>(x0);
+        ((uint16_t *)wo)[e + 1] = splat_to16<SPLAT_SDT>(x1);
       } else {
-        *(uint32_t *)(wo + 2 * e) = w;
+        *(uint32_t *)(wo + 2 * e) = splat_pack2<SPLAT_SDT>(x0, x1);
       }
 #endif
     }
@@ -442,62 +444,65 @@ SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs
 }
 #endif
 
-/* Before a warp's sub-tile g0 (one its rows meet) is computed, with row stores: the row's
- * carried tail (carry: this
- * lane's row left entries, splat_sddmm_emit; at most OV - 1 scores past its last whole
- * chunk, columns [KT - shift, KT) at entries [KT, KT + shift), the shift being the same for
- * a carried interval) moves to entries [0, shift). Returns the row's shift for this
- * sub-tile: the place in its 16-byte chunk of the global entry of column 0 under the first
- * interval meeting it (0 without row stores or without `vec`). A row's intervals are
- * disjoint and in ascending order (splat_row_intervals keeps the plan's segment order), so
- * an interval carried in from the previous sub-tile is that first one, and its shift is
- * the one its tail was staged with. The carried columns were staged (the carrying interval
- * reaches column KT - 1, so that sub-tile's blocks ran to KT/8), and the unstaged entries
- * the 16-byte copy brings into [shift, 8) are overwritten by block 0 (the interval covers
- * column 0 here). Before the warp's
- * accumulators are live, so its registers do not add to theirs. */
+/* Before a warp's sub-tile g0 is computed: the column blocks it stages (`blocks`,
+ * splat_sddmm_emit's, jlo | jhi << 16; 0 when none of its rows meets the sub-tile, which it
+ * then skips) and, with row stores, each row's shift. With row stores, whose shifted staging
+ * takes a 16-bit store a score, the blocks run from the lowest to the highest its rows write
+ * (longformer 1.03x, window 1.02x at head_dim 64, bench/NOTES.md v17), found in the same
+ * pass over the rows' intervals as the shift (v19); the other programs stage all blocks by
+ * 4-byte (f16 / bf16) or 8-byte (f32) stores, where the narrower range did not pay for its
+ * reductions. Returns the row's shift: the place in its 16-byte chunk of the global entry of
+ * column 0 under the first interval meeting the sub-tile (0 without row stores or without
+ * `vec`). A row's intervals are disjoint and in ascending order (splat_row_intervals keeps the
+ * plan's segment order), so an interval carried in from the previous sub-tile is that first
+ * one, and its shift is the one its tail was staged with. The row's carried tail (carry: this
+ * lane's row left entries, splat_sddmm_emit; at most OV - 1 scores past its last whole chunk,
+ * columns [KT - shift, KT) at entries [KT, KT + shift)) moves to entries [0, shift) (a row
+ * that carries goes on into this sub-tile, so the warp does not skip it). The carried
+ * columns were staged (the carrying interval reaches column KT - 1, so that sub-tile's
+ * blocks ran to KT/8), and the unstaged entries the 16-byte copy brings into [shift, 8) are
+ * overwritten by block 0 (the interval covers column 0 here). Before the warp's accumulators
+ * are live, so its registers do not add to theirs. Every lane of the warp calls it. */
 SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo,
                                   const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
                                   int nrows, int warp, int lane, bool first, int32_t g0,
-                                  int64_t bh_off, bool vec, bool carry) {
+                                  int64_t bh_off, bool vec, bool carry, int &blocks) {
   int shift = 0;
 #if SPLAT_SDDMM_ROWSTORE
   const int rl = lane >> 1, r = 16 * warp + rl;
   unsigned char *row = wo + rl * SPLAT_LDO * SPLAT_OSZ;
   if ((lane & 1) == 0 && carry && !first)
     *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
-  if (vec && r < nrows) {
+  int lo = SPLAT_KT, hi = 0; /* the columns the row writes */
+  if (r < nrows) {
     const int niv = sNiv[tb * SPLAT_TQ + r];
     const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
     const uint32_t so = (uint32_t)(bh_off + (int64_t)sRow[r] * P.scores.s2);
     for (int q = niv - 1; q >= 0; q--) {
       const int4 v = *(const int4 *)(iv + q);
-      if (v.x < g0 + SPLAT_KT && v.y >= g0)
-        shift = (int)((so + (uint32_t)v.z - (uint32_t)v.x + (uint32_t)g0) & (SPLAT_OV - 1));
+      const int a = max(v.x - g0, 0), b = min(v.y - g0 + 1, SPLAT_KT);
+      if (a < b) {
+        lo = a; /* the intervals ascend: the last met is the lowest */
+        hi = max(hi, b);
+        if (vec) shift = (int)((so + (uint32_t)v.z - (uint32_t)v.x + (uint32_t)g0) & (SPLAT_OV - 1));
+      }
     }
   }
+  lo = __reduce_min_sync(0xffffffffu, lo) >> 3;
+  hi = (__reduce_max_sync(0xffffffffu, hi) + 7) >> 3;
+  blocks = hi > lo ? lo | hi << 16 : 0;
+#else
+  (void)P, (void)wo, (void)sRow, (void)first, (void)bh_off, (void)vec, (void)carry;
+  blocks = splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)
+               ? (SPLAT_KT / 8) << 16
+               : 0;
 #endif
   return shift;
 }
 
-/* The column blocks of sub-tile g0 a warp stages (splat_sddmm_emit's `blocks`; 0 when none
- * of its rows meets the sub-tile): with row stores, whose shifted staging takes a 16-bit
- * store a score, the blocks from the lowest to the highest its rows write
- * (splat_warp_blocks; longformer 1.03x, window 1.02x at head_dim 64, bench/NOTES.md v17);
- * else all, staged by 4-byte (f16 / bf16) or 8-byte (f32) stores, where the narrower range
- * did not pay for its reductions. */
-SPLAT_DEV int splat_sddmm_blocks(const splat_ival *sIv, const int *sNiv, int tb, int nrows, int warp,
-                                 int lane, int32_t g0) {
-  if (SPLAT_SDDMM_ROWSTORE)
-    return splat_warp_blocks<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0);
-  return splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)
-             ? (SPLAT_KT / 8) << 16
-             : 0;
-}
-
 /* A warp's scores of sub-tile g0, acc (16 x KT, the m16n8 layout), written to its rows'
  * ACSR entries through its staging rows wo (for warps some of whose rows meet the
- * sub-tile, in column blocks `blocks`: splat_sddmm_blocks; with row stores acc need only
+ * sub-tile, in column blocks `blocks`: splat_sddmm_prepare; with row stores acc need only
  * hold those, the other programs stage every block);
  * first, last and vec as splat_sddmm_write, whose unwritten
  * tails move to the carry columns here (row stores: in splat_sddmm_prepare, which gave
@@ -581,7 +586,7 @@ static_assert(
 /* Gathers key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_sddmm_load_k(const splat_sddmm_params &P, const splat_dev_run &run, int64_t g0,
                                   int64_t ko, SPLAT_QK_T *stage) {
-  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+  splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS, false, true>(
       (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
       [&](int kk, int ch) { return stage + kk * SPLAT_LDS + ch * SPLAT_EPC; });
 }
@@ -614,10 +619,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         __syncthreads(); /* sub-tile `it` and its run's tables are in */
         /* Skip the sub-tile when no row of this warp has an interval meeting it (a
          * window's warp spans fewer keys than its tile's runs): no mma, no staging. */
-        const int blocks = splat_sddmm_blocks(sIv, sNiv, tb, nrows, warp, lane, g0);
-        if (blocks == 0) return;
+        int blocks;
         const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
-                                              g0, bh_off, vec, carry);
+                                              g0, bh_off, vec, carry, blocks);
+        if (blocks == 0) return;
         const SPLAT_QK_T *st = sK + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDS;
         float acc[SPLAT_KT / 2];
 #pragma unroll

@@ -130,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
       },
       [&](const splat_dev_run &run, int64_t g0, int64_t ko, int st) {
         unsigned char *sk = sK + st * SPLAT_KBYTES;
-        splat_gather_keys<SPLAT_WCHUNKS, SPLAT_KT, SPLAT_THREADS>(
+        splat_gather_keys<SPLAT_WCHUNKS, SPLAT_KT, SPLAT_THREADS, false, true>(
             (const SPLAT_QK_T *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
             [&](int kk, int ch) { return sk + splat_sw128_tile_off<SPLAT_KT>(kk, ch); });
       },
@@ -163,11 +163,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
           __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
         }
         /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
-        const int blocks = splat_sddmm_blocks(sIv, sNiv, tb, nrows, warp, lane, g0);
+        int blocks;
+        const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
+                                              g0, bh_off, vec, carry, blocks);
         const bool touches = blocks != 0;
-        const int shift = touches ? splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp,
-                                                        lane, first, g0, bh_off, vec, carry)
-                                  : 0;
         const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
         float acc[SPLAT_KT / 2];
         splat_wgmma_fence();

@@ -49,6 +49,7 @@ static inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 template <int DT> static inline uint32_t splat_pack2(float lo, float hi) {
   return ((uint32_t)lo & 0xffffu) | (((uint32_t)hi & 0xffffu) << 16);
 }
+template <int DT> static inline uint16_t splat_to16(float v) { return (uint16_t)(uint32_t)v; }
 struct splat_dev_tensor { void *data; int64_t s0, s1, s2, s3; };
 struct splat_sddmm_params { splat_dev_tensor scores; float scale; int32_t row_width; };
 
@@ -153,10 +154,10 @@ static void lane_main(int lane) {
     for (size_t si = 0; si < steps.size(); si++) {
       const Step &S = steps[si];
       if (lane == 0) cur_step_idx = (int)si;
-      const int blocks = splat_sddmm_blocks(sIv, sNiv, 0, nrows, warp, lane, S.g0);
+      int blocks;
+      const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, 0, nrows, warp, lane, S.first, S.g0,
+                                            bh_off[bh], vec, carry, blocks);
       const bool touches = blocks != 0;
-      const int shift = touches ? splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, 0, nrows, warp, lane, S.first,
-                                                      S.g0, bh_off[bh], vec, carry) : 0;
       float acc[KT / 2];
       const int g = lane >> 2, t = lane & 3;
       for (int j = 0; j < KT / 8; j++)

@@ -90,7 +90,7 @@ def main():
             sources[f] = fh.read()
     code = extract(sources)
     if code.count(MUTANT[0]) != 1:
-        sys.exit("sddmm_writeout.py: the mutation's line is not in splat_warp_blocks")
+        sys.exit("sddmm_writeout.py: the mutation's line is not in splat_sddmm_prepare")
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, flags in VARIANTS:
