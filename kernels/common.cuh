@@ -82,7 +82,7 @@ SPLAT_DEV uint32_t splat_pack2(float lo, float hi) {
   }
   return r;
 }
-/* A float rounded to dtype DT and widened back. */
+/* A float rounded to 16-bit dtype DT: its bit pattern. */
 template <int DT>
 SPLAT_DEV uint16_t splat_to16(float v) {
   return DT == SPLAT_F16 ? splat_f32_to_f16(v) : splat_f32_to_bf16(v);

@@ -184,7 +184,7 @@ SPLAT_DEV void splat_gather_keys(const T *base, int64_t off, int64_t s2, int64_t
          * apart in both stage layouts (padded rows; 128-byte swizzle, whose phase is the
          * row % 8). */
         const uint32_t a0 = splat_smem_addr(dst(kk0, ch));
-        const uint32_t astep = splat_smem_addr(dst(kk0 + KSTEP, ch)) - a0;
+        const uint32_t astep = N / THREADS > 1 ? splat_smem_addr(dst(kk0 + KSTEP, ch)) - a0 : 0;
 #pragma unroll
         for (int i = 0; i < N / THREADS; i++) {
           splat_cp_async16_at(KSTEP % 8 == 0 ? a0 + (uint32_t)i * astep

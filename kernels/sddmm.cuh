@@ -461,8 +461,10 @@ SPLAT_DEV void splat_sddmm_row_stores(const unsigned char *wo, const uint4 *recs
  * that carries goes on into this sub-tile, so the warp does not skip it). The carried
  * columns were staged (the carrying interval reaches column KT - 1, so that sub-tile's
  * blocks ran to KT/8), and the unstaged entries the 16-byte copy brings into [shift, 8) are
- * overwritten by block 0 (the interval covers column 0 here). Before the warp's accumulators
- * are live, so its registers do not add to theirs. Every lane of the warp calls it. */
+ * overwritten by block 0 (the interval covers column 0 here). The wgmma kernel calls it
+ * while the sub-tile's products are in flight (bench/NOTES.md v19d): the copy comes last, as
+ * its registers on top of the accumulators' spilled when it came first. Every lane of the
+ * warp calls it. */
 SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo,
                                   const splat_ival *sIv, const int *sNiv, const int *sRow, int tb,
                                   int nrows, int warp, int lane, bool first, int32_t g0,
@@ -470,9 +472,6 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
   int shift = 0;
 #if SPLAT_SDDMM_ROWSTORE
   const int rl = lane >> 1, r = 16 * warp + rl;
-  unsigned char *row = wo + rl * SPLAT_LDO * SPLAT_OSZ;
-  if ((lane & 1) == 0 && carry && !first)
-    *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
   int lo = SPLAT_KT, hi = 0; /* the columns the row writes */
   if (r < nrows) {
     const int niv = sNiv[tb * SPLAT_TQ + r];
@@ -491,6 +490,9 @@ SPLAT_DEV int splat_sddmm_prepare(const splat_sddmm_params &P, unsigned char *wo
   lo = __reduce_min_sync(0xffffffffu, lo) >> 3;
   hi = (__reduce_max_sync(0xffffffffu, hi) + 7) >> 3;
   blocks = hi > lo ? lo | hi << 16 : 0;
+  unsigned char *row = wo + rl * SPLAT_LDO * SPLAT_OSZ;
+  if ((lane & 1) == 0 && carry && !first)
+    *(uint4 *)row = *(const uint4 *)(row + SPLAT_KT * SPLAT_OSZ);
 #else
   (void)P, (void)wo, (void)sRow, (void)first, (void)bh_off, (void)vec, (void)carry;
   blocks = splat_warp_touches<SPLAT_TQ, SPLAT_KT>(sIv, sNiv, tb, nrows, warp, lane, g0)

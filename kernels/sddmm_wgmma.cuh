@@ -162,11 +162,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
 #endif
           __syncthreads(); /* every warp has its Q: the buffer becomes the staging tile */
         }
-        /* A warp none of whose rows meets the sub-tile stages and writes nothing. */
-        int blocks;
-        const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
-                                              g0, bh_off, vec, carry, blocks);
-        const bool touches = blocks != 0;
         const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
         float acc[SPLAT_KT / 2];
         splat_wgmma_fence();
@@ -183,6 +178,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
 #endif
         }
         splat_wgmma_commit();
+        /* While the products run: the warp's column blocks and its rows' shifts (a warp none
+         * of whose rows meets the sub-tile stages and writes nothing). */
+        int blocks;
+        const int shift = splat_sddmm_prepare(P, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first,
+                                              g0, bh_off, vec, carry, blocks);
+        const bool touches = blocks != 0;
         splat_wgmma_wait<0>();
         splat_wgmma_fence_acc(acc);
         if (touches)
