@@ -20,7 +20,7 @@
  *     and 64-column panel of K and of V, issued by one thread (dilated and strided keys are
  *     the map's middle coordinates, not masks); any other sub-tile is gathered by cp.async
  *     by the whole warpgroup. At a run's first sub-tile it also builds the rows' interval
- *     tables of the run's group for the mask (buffer R % STAGES of a run counter R over the
+ *     tables of a predicated run's group for the mask (buffer R % STAGES of a run counter R over the
  *     CTA's items: every run has at least one sub-tile, so the run STAGES back is done).
  *   - Consumers: S = Q K^T by wgmma m64nKTk16 (both operands in shared memory, K-major);
  *     the mask predicate only on predicated runs; the online softmax in registers; P in
@@ -42,8 +42,8 @@
  * leave every row's partial result, and merge it into the second pass's
  * (splat_ws_store_staged); every variant stores the output by that staged epilogue only
  * (the host runs the row kernel for outputs it cannot store so); in pass 2's
- * one-warpgroup kernel (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
- * shared memory at each item's start (bulk copies on an mbarrier), so the merge at the
+ * kernels whose shared memory has room (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
+ * shared memory at each item's start (cp.async copies completing on an mbarrier), so the merge at the
  * item's end reads them there, not from L2. The host launches pass 2 as a programmatic
  * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 lets it start at once, on the SMs
  * its CTAs leave, where its producer loads the first items' Q and K/V while pass 1 ends;
@@ -85,21 +85,21 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
  * buffer), interval tables + their spans per producer warp + counts, two buffers of row
- * ids, two task records (48 bytes each); then, in pass 2's one-warpgroup kernel where two
- * CTAs still share an SM (half its 228 KB less the 1 KB reserved per CTA), its rows' pass-1
- * results (SPLAT_WS_STAGED): a barrier and SPLAT_ROWPART_COPY bytes a row. Its items are
- * short (64-row phase classes, strided(64) at 4096: one 64-key sub-tile), where the merge's
- * loads from L2 showed (bench/NOTES.md v9.5); the two-warpgroup kernels' long items hide
- * them, and their staged form was 0.5-1.5% slower (v9.7). */
+ * ids, two task records (48 bytes each); then, in pass 2's kernels where they fit (one
+ * warpgroup: two CTAs still sharing an SM, half its 228 KB less the 1 KB reserved per CTA;
+ * two: the 227 KB of one CTA), its rows' pass-1 results (SPLAT_WS_STAGED): a barrier per
+ * warpgroup and SPLAT_ROWPART_COPY bytes a row, so the merge does not wait on L2 at each
+ * item's end (bench/NOTES.md v9.5). Staged by a bulk copy a row, the two-warpgroup kernels
+ * were 0.5-1.5% slower than unstaged (v9.7); by cp.async, 2-5% faster (v20). */
 #define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) +                                                            \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
    SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
 #define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY)
-#define SPLAT_WS_STAGED                      \
-  (SPLAT_ATTN_PASS == 2 && SPLAT_WGS == 1 && \
-   SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= 233472 / 2 - 1024)
+#define SPLAT_WS_STAGED    \
+  (SPLAT_ATTN_PASS == 2 && \
+   SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= (SPLAT_WGS == 1 ? 233472 / 2 - 1024 : 232448))
 #define SPLAT_ATTN_SMEM (SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED * SPLAT_WS_STAGED_BYTES)
 
 /* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
@@ -315,7 +315,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_mbar_init(&qempty[b], 128 * SPLAT_WGS);
     }
     if (SPLAT_WS_STAGED)
-      for (int c = 0; c < SPLAT_WGS; c++) splat_mbar_init(&pfull[c], 64); /* a copy a row */
+      for (int c = 0; c < SPLAT_WGS; c++) splat_mbar_init(&pfull[c], 128); /* every thread's copies */
     splat_mbar_fence_init();
   }
   __syncthreads(); /* the barriers are in */
@@ -336,14 +336,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * tile, then the permutation) run while the current item's sub-tiles are issued, not
      * at the item's start (which decodes the item again from the cache). */
     int nrow = 0;
+    splat_ws_item nx; /* the next item, decoded once (its divisions: 13% of the instructions
+                       * of a kernel of one-sub-tile items when decoded twice, v20) */
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
-      const splat_ws_item nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
+      nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
       nrow = (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
     };
     fetch(blockIdx.x);
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
-      const splat_ws_item it = splat_ws_item_of(P, (uint32_t)w, (uint32_t)BH);
+      const splat_ws_item it = nx;
       const int row = nrow;
       if (it.nrows <= 0) {
         fetch(w + gridDim.x);
@@ -394,9 +396,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
-          /* The run's interval tables and their span per warp (buffer R % STAGES: the run
-           * STAGES back is done). Whole warps: TQ is a multiple of 64. */
-          if (ls == 0 && threadIdx.x < SPLAT_TQ) {
+          /* A predicated run's interval tables and their span per warp (buffer R % STAGES:
+           * the run STAGES back is done; the consumers read them only in predicated runs).
+           * Whole warps: TQ is a multiple of 64. */
+          if (ls == 0 && run.predicate && threadIdx.x < SPLAT_TQ) {
             const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
             splat_ival *riv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
             const int niv = r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride,
@@ -488,19 +491,27 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int slot = ta.w;               /* a chunk of a split tile: partials */
     const bool active = 64 * cw < nrows; /* a warpgroup past the item's rows idles */
     if (SPLAT_WS_STAGED) {
-      /* Pass 2: this warpgroup's rows' pass-1 results into its rows of sStaged, a bulk copy a
-       * row (its first 64 threads), completing on pfull[cw] while the item's sub-tiles run
-       * (the phase of item k has parity k & 1). The warpgroup's reads of the last item's
-       * rows, and its waits on the last phase, are done first (its named barrier). */
+      /* Pass 2: this warpgroup's rows' pass-1 results into its rows of sStaged, by 16-byte
+       * cp.async copies spread over its 128 threads, each thread arriving on pfull[cw] once
+       * its copies are in, while the item's sub-tiles run (the phase of item k has parity
+       * k & 1). A bulk copy a row cost each warp a loop over its lanes (the copy's operands
+       * are uniform): 8% of the instructions of strided(64) | window(64)'s pass 2 at 4096
+       * (bench/NOTES.md v20). The warpgroup's reads of the last item's rows, and its waits
+       * on the last phase, are done first (its named barrier). */
       splat_bar_sync(2 + cw, 128);
-      const int lr = threadIdx.x & 127, r = 64 * cw + lr;
-      if (lr < 64) {
-        splat_mbar_arrive_expect_tx(&pfull[cw], r < nrows ? SPLAT_ROWPART_COPY : 0);
+      constexpr int CH = SPLAT_ROWPART_COPY / 16;
+      const int lr = threadIdx.x & 127;
+      const unsigned char *part0 = splat_attn_rowpart(P, sTask[qb].c.x, sTask[qb].c.y, 0);
+#pragma unroll
+      for (int c = lr; c < 64 * CH; c += 128) {
+        const int r = 64 * cw + c / CH, ch = c % CH;
         if (r < nrows)
-          splat_bulk_load(sStaged + r * SPLAT_ROWPART_COPY,
-                          splat_attn_rowpart(P, sTask[qb].c.x, sTask[qb].c.y, sRow[r]),
-                          SPLAT_ROWPART_COPY, &pfull[cw]);
+          splat_cp_async16_at(
+              splat_smem_addr(sStaged + r * SPLAT_ROWPART_COPY + 16 * ch),
+              part0 + (int64_t)sRow[r] * SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF) +
+                  16 * ch);
       }
+      splat_cp_async_mbar_arrive(&pfull[cw]);
     } else if (SPLAT_ATTN_PASS == 2) {
       splat_attn_prefetch_prior(P, sTask[qb].c.x, sTask[qb].c.y, {sRow[r0], sRow[r0 + 8]}, r0,
                                 nrows, t);

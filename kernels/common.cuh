@@ -172,6 +172,13 @@ SPLAT_DEV void splat_cp_async16(void *smem, const void *gmem, bool valid) {
 SPLAT_DEV void splat_cp_async16_at(uint32_t saddr, const void *gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(saddr), "l"(gmem));
 }
+/* An arrival on the mbarrier at `bar` once all of this thread's earlier cp.async copies
+ * are complete (counted in the barrier's expected arrivals: .noinc). */
+SPLAT_DEV void splat_cp_async_mbar_arrive(uint64_t *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
+                   splat_smem_addr(bar))
+               : "memory");
+}
 SPLAT_DEV void splat_cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

@@ -468,20 +468,6 @@ SPLAT_DEV void splat_mbar_wait(uint64_t *bar, uint32_t parity) {
  * d*D*2 bytes) with box {64, 1, KEYS}: coordinate (c0, phase, j0) loads keys
  * phase + d*j0, phase + d*(j0+1), ... densely into KEYS rows. */
 
-/* A contiguous copy (no tensor map; one thread issues): `bytes` (a multiple of 16) from
- * global `src` to shared `dst` (both 16-byte aligned), completing that many transaction
- * bytes on `bar`. */
-SPLAT_DEV void splat_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-#if SPLAT_HAS_TMA
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(splat_smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(splat_smem_addr(bar))
-      : "memory");
-#else
-  __trap();
-#endif
-}
 /* Prefetches the tensor map (one thread, early in the kernel). */
 SPLAT_DEV void splat_tma_prefetch_map(const splat_tensor_map *map) {
 #if SPLAT_HAS_TMA

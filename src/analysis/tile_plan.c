@@ -1103,8 +1103,23 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
       for (int64_t x = 0; x < n[k]; x++)
         part[k].nnz += (int64_t)part[k].segs[x].count * part[k].segs[x].width;
     }
-    for (int k = 0; k < 2 && st == SPLAT_OK; k++)
+    for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
       st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k, &out[k]);
+      /* Key tiles of half the width where they compute a fifth less: phase classes of 64
+       * keys (strided(64) at 4096) half-fill 128-key tiles, whose empty half costs the
+       * kernels a predicated sub-tile per item (bench/NOTES.md v20). */
+      splat__tile_plan half;
+      if (st == SPLAT_OK && single->tile_k >= 128 &&
+          (st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k / 2, &half)) ==
+              SPLAT_OK) {
+        if (5 * half.computed <= 4 * out[k].computed) {
+          splat__tile_plan_free(&out[k]);
+          out[k] = half;
+        } else {
+          splat__tile_plan_free(&half);
+        }
+      }
+    }
   }
   if (st == SPLAT_OK && 4 * (out[0].computed + out[1].computed) <= 3 * single->computed) {
     *npass = 2;

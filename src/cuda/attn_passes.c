@@ -35,6 +35,7 @@ static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2
       if (n > shape[k].segs) shape[k].segs = n;
     }
     if (shape[k].segs < 1) shape[k].segs = 1;
+    shape[k].tile_k = pass[k].tile_k;
     for (int64_t t = 0; t < pass[k].ntiles; t++)
       if (pass[k].tiles[t].nrows > shape[k].tile_rows) shape[k].tile_rows = pass[k].tiles[t].nrows;
   }
@@ -81,8 +82,9 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
                                     int smem_optin, const char *arch, int *ok) {
   *ok = 0;
   for (int k = 0; k < 2; k++) {
-    const splat_status st = splat__kspec_for_pass(&spec[k], rep, dt, head_dim, smem_optin, arch,
-                                                  shape[k].segs, shape[k].tile_rows, k + 1);
+    const splat_status st =
+        splat__kspec_for_pass(&spec[k], rep, dt, head_dim, smem_optin, arch, shape[k].segs,
+                              shape[k].tile_k, shape[k].tile_rows, k + 1);
     if (st != SPLAT_OK) return st;
   }
   *ok = spec[0].tile && spec[1].tile;

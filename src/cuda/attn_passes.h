@@ -27,9 +27,10 @@ double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int
                                 splat_dtype dt);
 
 /* What each pass's tile kernel is specialised for (kgen.h splat__kspec_for_pass): the most
- * segments a regular row has in the pass, and the most rows of one of its query tiles. */
+ * segments a regular row has in the pass, its plan's key tile (tile_plan.h: half the single
+ * plan's where that computes less), and the most rows of one of its query tiles. */
 typedef struct splat__attn_pass_shape {
-  int segs, tile_rows;
+  int segs, tile_k, tile_rows;
 } splat__attn_pass_shape;
 
 /* The two passes of the fused attention for a plan with ACSR a, single tile plan `single`

@@ -179,18 +179,17 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
   if (s->wgmma == SPLAT__WGMMA_WS) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
-     * buffer, two task records (48 bytes each); in pass 2's one-warpgroup kernel, its
-     * staged pass-1 rows where two CTAs still share an SM (SPLAT_WS_STAGED: two barriers,
-     * then the rows' O (fp16 in bf16 plans, else floats) and m, l (and a unit) in 16 bytes;
-     * attention_common.cuh SPLAT_ROWPART_COPY; half of 228 KB less the 1 KB reserved per
-     * CTA) */
+     * buffer, two task records (48 bytes each); in pass 2's kernels, its staged pass-1
+     * rows where they fit: two CTAs still sharing an SM with one warpgroup (half of 228 KB
+     * less the 1 KB reserved per CTA), the 227 KB of one CTA with two (SPLAT_WS_STAGED: two
+     * barriers, then the rows' O (fp16 in bf16 plans, else floats) and m, l (and a unit)
+     * in 16 bytes; attention_common.cuh SPLAT_ROWPART_COPY) */
     const int base = 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 +
                      8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 +
                      2 * 48;
     const int staged = 16 + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
-    return base + (s->epi == SPLAT_EPI_PASS2 && s->warps == 4 && base + staged <= 233472 / 2 - 1024
-                       ? staged
-                       : 0);
+    const int room = s->warps == 4 ? 233472 / 2 - 1024 : 232448;
+    return base + (s->epi == SPLAT_EPI_PASS2 && base + staged <= room ? staged : 0);
   }
   if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
@@ -363,16 +362,16 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
   }
 }
 
-/* splat__kspec_plan for a report, with K segments a row and tiles of at most tile_rows
- * rows, under the environment's attention kernel. */
+/* splat__kspec_plan for a report, with K segments a row, key tiles of tile_k and query
+ * tiles of at most tile_rows rows, under the environment's attention kernel. */
 static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
-                             int head_dim, int smem_optin, const char *arch, int segs,
+                             int head_dim, int smem_optin, const char *arch, int segs, int tile_k,
                              int tile_rows) {
   int kind, warpgroups, kt;
   splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return st;
-  splat__kspec_plan(specs, dt, head_dim, segs, rep->tile_q, rep->tile_k, tile_rows, smem_optin,
-                    arch, kind, warpgroups, kt);
+  splat__kspec_plan(specs, dt, head_dim, segs, rep->tile_q, tile_k, tile_rows, smem_optin, arch,
+                    kind, warpgroups, kt);
   return SPLAT_OK;
 }
 
@@ -381,7 +380,7 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
   /* The report's tile rows count for rows of one segment: a mask whose rows have several
    * may run two passes, specialised apart (splat__kspec_for_pass). */
   const int segs = splat__kspec_table_segs(rep);
-  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs,
+  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, rep->tile_k,
                              segs > 1 ? rep->tile_q : rep->tile_rows_max);
   if (st != SPLAT_OK) return st;
   st = splat__kspec_env_sddmm(specs, smem_optin);
@@ -391,9 +390,9 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
 
 splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch, int segs,
-                                   int tile_rows, int pass) {
+                                   int tile_k, int tile_rows, int pass) {
   splat__kspec specs[SPLAT__KOP_COUNT];
-  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_rows);
+  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows);
   if (st != SPLAT_OK) return st;
   *out = specs[SPLAT__KOP_ATTENTION];
   if (out->tile) {

@@ -3,9 +3,10 @@ random schedules: the producer warpgroup and 1-2 consumer warpgroups of one pers
 CTA walking several work items; Q, row ids and the item's task double-buffered (qfull /
 qempty; after the last item the producer publishes an end task), the K/V
 ring of STAGES stages (full / empty mbarriers with phase-parity waits), interval tables
-in buffers indexed by a global run counter, consumers skipping sub-tiles none of their
-rows touches, and the P V of the last computed sub-tile pending until the next one is
-found, or finished at the first skip.
+of predicated runs in buffers indexed by a global run counter (full runs have none, and
+their sub-tiles are computed by every warpgroup), consumers skipping sub-tiles none of
+their rows touches, and the P V of the last computed sub-tile pending until the next one
+is found, or finished at the first skip.
 
 Checks, per random case: no deadlock; no stage, table or Q buffer overwritten while a
 consumer still reads it; no mbarrier wait more than one phase behind. With --old (the
@@ -13,12 +14,12 @@ first version: the pending P V held across skips) it must find the deadlock, whi
 the model can.
 
 A second model covers pass 2's staged rows (SPLAT_WS_STAGED): per item, a consumer
-warpgroup's threads meet at its named barrier, its first threads arrive on pfull with
-their row's bytes expected (0 past the item's rows) and issue the row's bulk copy, which
-lands later; every thread waits on the parity of the item and reads the rows. It checks
-that no row is read stale and no copy lands in a row being read; without the named
-barrier it must find such a case. The kernel is not derived from this file: change both
-together.
+warpgroup's threads meet at its named barrier, each issues the cp.async copies of its
+chunks of the item's rows (none past the item's rows), which land later, and arrives on
+pfull once they have landed (cp.async.mbarrier.arrive.noinc); every thread waits on the
+parity of the item and reads the rows. It checks that no row is read stale and no copy
+lands in a row being read; without the named barrier it must find such a case. The
+kernel is not derived from this file: change both together.
 
     python3 tests/models/ws_protocol.py [cases]      # exit 0 when every case passes
 """
@@ -50,11 +51,14 @@ class Barrier:
 def run_case(seed, old=False):
     rnd = random.Random(seed)
     stages, wgs = rnd.choice([2, 3, 4]), rnd.choice([1, 2])
-    items = []  # per item: sub-tiles per run, and per warpgroup whether it computes each
+    items = []  # per item: sub-tiles per run, whether each run is predicated, and per
+    # warpgroup whether it computes each sub-tile (every one of a full run)
     for _ in range(rnd.randint(1, 6)):
         runs = [rnd.randint(1, 8) for _ in range(rnd.randint(0, 4))]
+        pred = [rnd.random() < 0.7 for _ in runs]
         p = rnd.choice([0.0, 0.1, 0.5, 0.9, 1.0])
-        items.append((runs, [[[rnd.random() < p for _ in range(n)] for n in runs] for _ in range(wgs)]))
+        items.append((runs, pred, [[[not pred[li] or rnd.random() < p for _ in range(n)]
+                                    for li, n in enumerate(runs)] for _ in range(wgs)]))
     full = [Barrier(1) for _ in range(stages)]
     empty = [Barrier(wgs) for _ in range(stages)]
     qfull, qempty = [Barrier(1), Barrier(1)], [Barrier(wgs), Barrier(wgs)]
@@ -63,7 +67,7 @@ def run_case(seed, old=False):
 
     def producer():
         n = R = 0
-        for k, (runs, _) in enumerate(items):
+        for k, (runs, pred, _) in enumerate(items):
             b = k & 1
             while not qempty[b].ready((k >> 1) - 1):
                 yield
@@ -77,7 +81,7 @@ def run_case(seed, old=False):
                     while not empty[st].ready(n // stages - 1):
                         yield
                     assert not stage_readers[st], "stage overwritten while read"
-                    if ls == 0:
+                    if ls == 0 and pred[li]:
                         table[R % stages] = (k, li)
                     stage[st] = (k, li, ls)
                     yield
@@ -106,7 +110,7 @@ def run_case(seed, old=False):
             if qbuf[b] == "end":  # the task names the item; the consumer never counts them
                 break
             assert qbuf[b] == k
-            runs, touched = items[qbuf[b]]
+            runs, pred, touched = items[qbuf[b]]
             q_readers[b].add(w)
             order = [(li, ls) for li, nsub in enumerate(runs) for ls in range(nsub)]
             state = {"pos": 0, "pending": None}
@@ -126,7 +130,8 @@ def run_case(seed, old=False):
                     while not full[st].ready(n // stages):
                         yield
                     assert stage[st] == (k, li, ls)
-                    assert table[(R + li) % stages] == (k, li), "interval table overwritten"
+                    if pred[li]:
+                        assert table[(R + li) % stages] == (k, li), "interval table overwritten"
                     if touched[w][li][ls]:
                         return True
                     if state["pending"] and not old:
@@ -169,38 +174,16 @@ def run_case(seed, old=False):
             raise AssertionError("deadlock: no progress")
 
 
-class TxBarrier:
-    """An mbarrier whose phase completes when `count` arrivals (each expecting some
-    transaction bytes) have happened and those bytes have landed."""
-
-    def __init__(self, count):
-        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
-
-    def _advance(self):
-        if self.pending == 0 and self.tx == 0:
-            self.phase, self.pending = self.phase + 1, self.count
-
-    def arrive_expect_tx(self, nbytes):
-        self.tx += nbytes
-        self.pending -= 1
-        self._advance()
-
-    def complete_tx(self, nbytes):
-        self.tx -= nbytes
-        assert self.tx >= 0, "more bytes landed than expected"
-        self._advance()
-
-    def ready(self, parity):
-        return (self.phase & 1) != parity
-
-
 def run_staging_case(seed, barrier=True):
-    """One warpgroup of `threads` threads, the first `copiers` of which own a row each."""
+    """One warpgroup of `threads` threads; an item's rows (up to `rows`) of `chunks` chunks
+    each, chunk c of the item copied by thread c % threads."""
     rnd = random.Random(seed)
-    threads, copiers = 4, 2
-    rows_of_item = [rnd.randint(0, copiers) for _ in range(rnd.randint(1, 6))]  # 0: idle
-    pfull = TxBarrier(copiers)
-    staged, in_flight, readers = [None] * copiers, [], [set() for _ in range(copiers)]
+    threads, rows, chunks = 4, 3, 2
+    rows_of_item = [rnd.randint(0, rows) for _ in range(rnd.randint(1, 6))]  # 0: idle
+    pfull = Barrier(threads)
+    staged = [[None] * chunks for _ in range(rows)]
+    in_flight, readers = [], [set() for _ in range(rows)]
+    outstanding, armed = [0] * threads, [False] * threads
     meet = {"generation": 0, "arrived": 0}
 
     def bar_sync():
@@ -211,32 +194,41 @@ def run_staging_case(seed, barrier=True):
         while meet["generation"] == g:
             yield
 
+    def arrive_when_landed(i):
+        """cp.async.mbarrier.arrive.noinc: the arrival once thread i's copies have landed."""
+        if armed[i] and outstanding[i] == 0:
+            armed[i] = False
+            pfull.arrive()
+
     def thread(i):
         for k, nrows in enumerate(rows_of_item):
             if barrier:
                 yield from bar_sync()
-            if i < copiers:
-                pfull.arrive_expect_tx(1 if i < nrows else 0)
-                if i < nrows:
-                    in_flight.append((i, k))
+            for c in range(i, nrows * chunks, threads):
+                in_flight.append((i, c // chunks, c % chunks, k))
+                outstanding[i] += 1
+                yield
+            armed[i] = True
+            arrive_when_landed(i)
             yield
-            while not pfull.ready(k & 1):
+            while not pfull.ready(k):
                 yield
             for r in range(nrows):
-                assert staged[r] == k, f"row {r} read stale (holds item {staged[r]}) at item {k}"
+                assert staged[r] == [k] * chunks, f"row {r} read stale ({staged[r]}) at item {k}"
                 readers[r].add(i)
             yield
-            for r in range(copiers):
+            for r in range(rows):
                 readers[r].discard(i)
             yield
 
     def copy_engine():
         while True:
             if in_flight and rnd.random() < 0.3:
-                r, k = in_flight.pop(rnd.randrange(len(in_flight)))
+                i, r, ch, k = in_flight.pop(rnd.randrange(len(in_flight)))
                 assert not readers[r], "a copy landed in a row being read"
-                staged[r] = k
-                pfull.complete_tx(1)
+                staged[r][ch] = k
+                outstanding[i] -= 1
+                arrive_when_landed(i)
             yield
 
     alive, engine, steps = [thread(i) for i in range(threads)], copy_engine(), 0
