@@ -169,13 +169,19 @@ int main(void) {
           add_arch(&w1, "sm_90a");
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
          * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where
-         * its default is 128. */
+         * its default is 128, and with one warpgroup on key tiles of 64 (a two-pass plan's
+         * strided pass of 64-key phase classes: tile_plan.h splat__tile_plan_passes). */
         for (int kind = SPLAT__WGMMA_SYNC; kind <= SPLAT__WGMMA_WS; kind++) {
           for (int wgs = 1; wgs <= 2; wgs++) {
             splat__kspec w = s;
             if (splat__kspec_use_wgmma(&w, kind, wgs, 0)) add_arch(&w, "sm_90a");
             splat__kspec w64 = s;
             if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) add_arch(&w64, "sm_90a");
+            splat__kspec t64 = s;
+            t64.tile_k = 64;
+            if (kind == SPLAT__WGMMA_WS && wgs == 1 && splat__kspec_use_wgmma(&t64, kind, wgs, 0) &&
+                t64.wgmma == SPLAT__WGMMA_WS)
+              add_arch(&t64, "sm_90a");
           }
         }
       }
