@@ -630,6 +630,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
         for (int i = 0; i < SPLAT_KT / 2; i++) acc[i] = 0.f;
 #if SPLAT_DT == SPLAT_F32
+        /* The two small products in an accumulator of their own (sddmm_wgmma.cuh: the
+         * tensor cores' accumulation truncates each step at the accumulator's ulp). */
+        float small[SPLAT_KT / 2];
+#pragma unroll
+        for (int i = 0; i < SPLAT_KT / 2; i++) small[i] = 0.f;
         const int g = lane >> 2, t = lane & 3;
 #pragma unroll 2
         for (int kk = 0; kk < SPLAT_DP / 8; kk++) {
@@ -645,11 +650,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             uint32_t bh2[2], bl2[2];
             splat_tf32_split(kb[0], bh2[0], bl2[0]);
             splat_tf32_split(kb[4], bh2[1], bl2[1]);
-            splat_mma1688_tf32(&acc[4 * j], al, bh2);
-            splat_mma1688_tf32(&acc[4 * j], ah, bl2);
+            splat_mma1688_tf32(&small[4 * j], al, bh2);
+            splat_mma1688_tf32(&small[4 * j], ah, bl2);
             splat_mma1688_tf32(&acc[4 * j], ah, bh2);
           }
         }
+#pragma unroll
+        for (int i = 0; i < SPLAT_KT / 2; i++) acc[i] += small[i];
 #else
 #pragma unroll
         for (int kk = 0; kk < SPLAT_DP / 16; kk++) {

@@ -11,7 +11,12 @@
  * proxy, and after the barrier the warpgroup issues one wgmma m64n{KT} per k step:
  *   - f16 / bf16: k16 steps, Q's A registers loaded by ldmatrix (the m16n8k16 A layout);
  *   - f32: 3xTF32 (x = hi + lo, both tf32 rounded to nearest; lo*hi + hi*lo + hi*hi),
- *     three m64n{KT}k8 products per k8 step; every thread splits the chunks it copied
+ *     three m64n{KT}k8 products per k8 step, the two small ones into an accumulator of
+ *     their own, added to hi*hi's at the end (the tensor cores' accumulation rounds each
+ *     step's sum toward zero, it appears: added into hi*hi's accumulator, each small
+ *     product cost a truncation at that accumulator's ulp, and at head_dim 256 the scores
+ *     missed twice the naive fp32 error by up to 1.3x; bench/NOTES.md v21); every thread
+ *     splits the chunks it copied
  *     itself (visible to it after its own wait_group, so no extra barrier) into hi in
  *     place and lo in one shared lo tile, Q into hi / lo registers once per (b, h).
  * The tensor work leaves the warps' instruction stream: what remains per sub-tile is the
@@ -164,15 +169,18 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
         }
         const uint32_t kh = k_addr + (uint32_t)((it % SPLAT_STAGES) * SPLAT_KBYTES);
         float acc[SPLAT_KT / 2];
+#if SPLAT_WG_F32
+        float small[SPLAT_KT / 2]; /* lo*hi + hi*lo */
+#endif
         splat_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KSTEPS; kk++) {
           const uint64_t dh = splat_wgmma_desc_k<SPLAT_KT>(kh, kk);
 #if SPLAT_WG_F32
           const uint64_t dl = splat_wgmma_desc_k<SPLAT_KT>(lo_addr, kk);
-          splat_wgmma_rs_tf32<SPLAT_KT>(acc, ql[kk], dh, kk > 0);
-          splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dl, 1);
-          splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dh, 1);
+          splat_wgmma_rs_tf32<SPLAT_KT>(small, ql[kk], dh, kk > 0);
+          splat_wgmma_rs_tf32<SPLAT_KT>(small, qh[kk], dl, 1);
+          splat_wgmma_rs_tf32<SPLAT_KT>(acc, qh[kk], dh, kk > 0);
 #else
           splat_wgmma_rs<SPLAT_DT, SPLAT_KT>(acc, qa[kk], dh, kk > 0);
 #endif
@@ -186,6 +194,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_HEAD_DIM <= 64
         const bool touches = blocks != 0;
         splat_wgmma_wait<0>();
         splat_wgmma_fence_acc(acc);
+#if SPLAT_WG_F32
+        splat_wgmma_fence_acc(small);
+#pragma unroll
+        for (int i = 0; i < SPLAT_KT / 2; i++) acc[i] += small[i];
+#endif
         if (touches)
           splat_sddmm_emit(P, acc, wo, sIv, sNiv, sRow, tb, nrows, warp, lane, first, last, g0,
                            bh_off, vec, shift, blocks, carry, sRec);

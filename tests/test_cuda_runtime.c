@@ -879,13 +879,14 @@ static void test_attn_epilogues(void) {
     /* strided(64) | window(64): the window's pass first, in 128-row tiles, split around
      * the lattice points; then the strided pass, in phase classes of 64 rows, each row's
      * whole lattice one segment (its points inside the window too: tile_plan.h). */
-    CHECKF(i == 1 || (shape[0].segs == 2 && shape[0].tile_rows == 128 && shape[1].segs == 1 &&
-                      shape[1].tile_rows == 64),
-           "pass shapes %d/%d, %d/%d", shape[0].segs, shape[0].tile_rows, shape[1].segs,
-           shape[1].tile_rows);
+    CHECKF(i == 1 || (shape[0].segs == 2 && shape[0].tile_rows == 128 && shape[0].tile_k == 128 &&
+                      shape[1].segs == 1 && shape[1].tile_rows == 64 && shape[1].tile_k == 64),
+           "pass shapes %d/%d/%d, %d/%d/%d", shape[0].segs, shape[0].tile_rows, shape[0].tile_k,
+           shape[1].segs, shape[1].tile_rows, shape[1].tile_k);
     if (i == 0) {
       /* Each pass's kernel for its rows: two consumer warpgroups and 128-key sub-tiles for
-       * the window, one for the 64-row classes; the second pass's is the third program. */
+       * the window, one for the 64-row classes on their 64-key tiles; the second pass's is the
+       * third program. */
       splat__kspec ps[2], prog[SPLAT__KPROG_PER_OP];
       splat_report r2;
       int kernels = 0;
@@ -931,8 +932,31 @@ static void test_attn_epilogues(void) {
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
       CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass1.cu") &&
-                 !strcmp(n2, "splat_attn_ws_bf16_d64_q64_k128_kt64_s4_seg1_pass2.cu"),
+                 !strcmp(n2, "splat_attn_ws_bf16_d64_q64_k64_kt64_s4_seg1_pass2.cu"),
              "%s %s", n1, n2);
+      /* At 16384 (256 keys a class) pass 2 has two warpgroups on 128-key tiles, and stages
+       * its 128 rows too: one CTA an SM, within 227 KB. */
+      splat_pattern *p64k = NULL;
+      splat_report r64k;
+      splat__attn_pass_shape sh64k[2];
+      int two64k = 0, split64k = 0;
+      CHECK(splat_pattern_parse("strided(64) | window(64)", 16384, 16384, &p64k) == SPLAT_OK &&
+            splat_analyze(p64k, 0, 0, 0, &r64k) == SPLAT_OK);
+      CHECK(splat__attn_passes_of_pattern(p64k, r64k.tile_q, r64k.tile_k, 64, SPLAT_BF16, &two64k,
+                                          sh64k, &split64k) == SPLAT_OK &&
+            two64k && sh64k[1].tile_k == 128);
+      CHECK(splat__attn_pass_specs(ps, sh64k, &r64k, SPLAT_BF16, 64, 0, "sm_90a", &kernels) ==
+                SPLAT_OK &&
+            kernels);
+      splat__kspec w2_unstaged = ps[1];
+      w2_unstaged.epi = SPLAT_EPI_PASS1;
+      CHECKF(ps[1].warps == 8 && ps[1].kt == 128 &&
+                 splat__kspec_tile_smem(&ps[1]) - splat__kspec_tile_smem(&w2_unstaged) ==
+                     16 + 128 * 144 &&
+                 splat__kspec_tile_smem(&ps[1]) <= 232448,
+             "pass 2 at 16384: warps %d kt %d smem %d", ps[1].warps, ps[1].kt,
+             splat__kspec_tile_smem(&ps[1]));
+      splat_pattern_destroy(p64k);
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
     CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==

@@ -13,9 +13,11 @@
  * strided [B,S,H,D] storage at 333x1000. The host reference runs on every core
  * (pthreads over rows); a warm-up creates one plan per (dtype, head_dim) in parallel so
  * the cold NVRTC compiles overlap, and the summary prints plan-creation times.
- * Usage: splat_gpu_check [--quick] [--device N] [--filter SUBSTR] [--timeout S]
+ * Usage: splat_gpu_check [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST]
  * --quick: seven specs (window, dilated, longformer, bigbird, a band, causal, strided|window) at
- * 33, 40x70 and 700, head_dim 64, bf16 (the subset the sanitizers run). Prints one row per case and
+ * 33, 40x70 and 700, head_dim 64, bf16 (the subset the sanitizers run). --dims: up to four
+ * comma-separated head_dims run at every size instead of 64 and 128 everywhere and 40 and 36
+ * at 97 (e.g. --dims 256,56 for the sizes the full check leaves out). Prints one row per case and
  * "N passed, N failed"; exit status 1 on any failure, 2 when no CUDA device is usable, 3 on
  * timeout.
  */
@@ -724,6 +726,7 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
   int quick = 0, device = 0, timeout = 900;
   const char *filter = NULL;
+  int dims_full[4] = {64, 128, 40, 36}, ndims_full = 4, dims_given = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
       quick = 1;
@@ -733,8 +736,24 @@ int main(int argc, char **argv) {
       filter = argv[++i];
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
       timeout = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: %s [--quick] [--device N] [--filter SUBSTR] [--timeout S]\n",
+    else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
+      const char *s = argv[++i];
+      ndims_full = 0;
+      dims_given = 1;
+      while (*s && ndims_full < 4) {
+        char *end = NULL;
+        const long d = strtol(s, &end, 10);
+        if (end == s || d < 1 || d > 4096) break;
+        dims_full[ndims_full++] = (int)d;
+        s = *end == ',' ? end + 1 : end;
+      }
+      if (*s || ndims_full == 0) {
+        fprintf(stderr, "--dims %s: want up to four comma-separated head_dims\n", argv[i]);
+        return 2;
+      }
+    } else {
+      fprintf(stderr,
+              "usage: %s [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST]\n",
               argv[0]);
       return 2;
     }
@@ -756,7 +775,6 @@ int main(int argc, char **argv) {
     return 2;
   }
   static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {1000, 97}, {4097, 4097}};
-  static const int dims_full[] = {64, 128, 40, 36};
   static const splat_dtype dts[] = {SPLAT_BF16, SPLAT_F16, SPLAT_F32};
   /* strided(8)|window(8): two passes at 700 (tile_plan.h splat__tile_plan_passes). */
   static const char *quick_specs[] = {"window(3)",           "dilated(3,2)",     "longformer(3,2)",
@@ -764,7 +782,7 @@ int main(int argc, char **argv) {
                                       "strided(8)|window(8)"};
   const shape base = {1, 2, 1, 0}; /* GQA: 2 query heads share 1 KV head */
   const shape wide = {2, 4, 2, 1}; /* batch 2, GQA 4:2, [B,S,H,D] storage */
-  const int ndims = quick ? 1 : 4, ndts = quick ? 1 : 3;
+  const int ndims = quick && !dims_given ? 1 : ndims_full, ndts = quick ? 1 : 3;
 
   /* Warm-up: every (dtype, head_dim) plan at once (cold compiles overlap). */
   warm w[12];
@@ -824,7 +842,7 @@ int main(int argc, char **argv) {
       /* Keep the host reference affordable: large masks only at the smaller sizes. */
       const int big = m.nnz > 3000000;
       for (int di = 0; di < ndims && !big; di++) {
-        if (di >= 2 && sq != 97) continue; /* odd head_dims at seq 97 */
+        if (!dims_given && di >= 2 && sq != 97) continue; /* odd head_dims at seq 97 */
         for (int ti = 0; ti < ndts; ti++) run_case(ctx, rp, &m, &base, dims_full[di], dts[ti]);
       }
       /* Batch 2, heads 4 over 2 KV heads, strided [B,S,H,D] views: at 333x1000 (40x70). */
