@@ -974,12 +974,19 @@ static void test_row_width(void) {
 
 /* strided(64) | window(64): at 4096 each phase class of the strided pass has 64 keys, which
  * half-fill the plan's 128-key tiles: that pass takes 64-key tiles, every run whole (no
- * predicate); at 16384 (256 keys a class) both passes keep 128. */
+ * predicate); at 16384 (256 keys a class) both passes keep 128; plans of tiles that are not
+ * a multiple of 128 keys keep theirs (the warp-specialised kernel needs whole 64-key
+ * sub-tiles). */
 static void test_pass_key_tiles(void) {
   static const struct {
     int64_t seq;
-    int tile_k[2], strided_predicated;
-  } cases[] = {{4096, {128, 64}, 0}, {16384, {128, 128}, 0}};
+    int plan_k, tile_k[2];
+    int64_t strided_predicated;
+  } cases[] = {{4096, 128, {128, 64}, 0},
+               {16384, 128, {128, 128}, 0},
+               {4096, 256, {256, 128}, 64},
+               {4096, 192, {192, 192}, 64},
+               {4096, 144, {144, 144}, 64}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     splat_pattern *p = NULL;
     splat__acsr a;
@@ -988,16 +995,18 @@ static void test_pass_key_tiles(void) {
     int np = 0;
     CHECK(splat_pattern_parse("strided(64) | window(64)", cases[c].seq, 0, &p) == SPLAT_OK);
     CHECK(splat__acsr_build(p, SPLAT_MAX_SEGMENTS, &a) == SPLAT_OK);
-    CHECK(splat__tile_plan_build(&a, 128, 128, &single) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&a, 128, cases[c].plan_k, &single) == SPLAT_OK);
     CHECK(splat__tile_plan_passes(&a, &single, pass, part, &np) == SPLAT_OK && np == 2);
     if (np == 2) {
       int64_t predicated = 0;
       for (int64_t r = 0; r < pass[1].nruns; r++) predicated += pass[1].runs[r].predicate != 0;
       CHECKF(pass[0].tile_k == cases[c].tile_k[0] && pass[1].tile_k == cases[c].tile_k[1] &&
                  predicated == cases[c].strided_predicated,
-             "seq %lld: key tiles %d + %d, %lld predicated strided runs; want %d + %d, %d",
-             (long long)cases[c].seq, pass[0].tile_k, pass[1].tile_k, (long long)predicated,
-             cases[c].tile_k[0], cases[c].tile_k[1], cases[c].strided_predicated);
+             "seq %lld, plan tiles %d: key tiles %d + %d, %lld predicated strided runs; want %d + "
+             "%d, %lld",
+             (long long)cases[c].seq, cases[c].plan_k, pass[0].tile_k, pass[1].tile_k,
+             (long long)predicated, cases[c].tile_k[0], cases[c].tile_k[1],
+             (long long)cases[c].strided_predicated);
       for (int k = 0; k < 2; k++) {
         splat__tile_plan_free(&pass[k]);
         splat__pass_acsr_free(&part[k]);

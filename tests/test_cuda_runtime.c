@@ -751,6 +751,25 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   return st != SPLAT_OK ? -1 : np;
 }
 
+/* The two passes' kernel specs of `spec` at seq (square) in bf16 for head_dim, arch and
+ * smem_optin, into ps[0..1] with the passes' shapes in sh[0..1], as `splat codegen` makes
+ * them. Returns 1 when the pattern takes two passes and both have a tile kernel. */
+static int pass_specs_for(const char *spec, int64_t seq, int head_dim, const char *arch,
+                          int smem_optin, splat__kspec ps[2], splat__attn_pass_shape sh[2]) {
+  splat_pattern *p = NULL;
+  splat_report r;
+  int two = 0, split = 0, kernels = 0;
+  CHECK(splat_pattern_parse(spec, seq, seq, &p) == SPLAT_OK &&
+        splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
+  CHECK(splat__attn_passes_of_pattern(p, r.tile_q, r.tile_k, head_dim, SPLAT_BF16, &two, sh,
+                                      &split) == SPLAT_OK);
+  if (two)
+    CHECK(splat__attn_pass_specs(ps, sh, &r, SPLAT_BF16, head_dim, smem_optin, arch, &kernels) ==
+          SPLAT_OK);
+  splat_pattern_destroy(p);
+  return two && kernels;
+}
+
 /* The choice of two passes: strided | window takes them, window and dilated (one kind of
  * segment) do not, nor a workspace over the cap, nor SPLAT_ATTN_PASSES=0; bad values of
  * SPLAT_ATTN_PASSES fail with a sentence. */
@@ -898,22 +917,11 @@ static void test_attn_epilogues(void) {
       /* A pass whose kernel exceeds the device's shared memory where the single plan's does
        * not (the window of strided(16) | window(56) splits into 8 segments a row; d128 on an
        * sm_86 with 99 KB): no two passes. */
-      splat_pattern *p16 = NULL;
-      splat_report r16;
-      splat__attn_pass_shape sh16[2];
-      int two16 = 0, split16 = 0;
-      CHECK(splat_pattern_parse("strided(16) | window(56)", 4096, 4096, &p16) == SPLAT_OK &&
-            splat_analyze(p16, 0, 0, 0, &r16) == SPLAT_OK);
-      CHECK(splat__attn_passes_of_pattern(p16, r16.tile_q, r16.tile_k, 128, SPLAT_BF16, &two16,
-                                          sh16, &split16) == SPLAT_OK &&
-            two16 && sh16[0].segs == 8);
-      CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 0, "sm_86", &kernels) ==
-                SPLAT_OK &&
-            kernels);
-      CHECK(splat__attn_pass_specs(ps, sh16, &r16, SPLAT_BF16, 128, 101376, "sm_86", &kernels) ==
-                SPLAT_OK &&
-            !kernels && !ps[0].tile && ps[1].tile);
-      splat_pattern_destroy(p16);
+      splat__attn_pass_shape sh[2];
+      CHECK(pass_specs_for("strided(16) | window(56)", 4096, 128, "sm_86", 0, ps, sh) &&
+            sh[0].segs == 8);
+      CHECK(!pass_specs_for("strided(16) | window(56)", 4096, 128, "sm_86", 101376, ps, sh) &&
+            !ps[0].tile && ps[1].tile);
       CHECKF(p1.wgmma == SPLAT__WGMMA_WS && p1.warps == 8 && p1.kt == 128 && p1.max_segs == 2 &&
                  p1.epi == SPLAT_EPI_PASS1 && p1.program == SPLAT__KPROG_TILE,
              "pass 1: warps %d kt %d segs %d epi %d", p1.warps, p1.kt, p1.max_segs, p1.epi);
@@ -936,18 +944,8 @@ static void test_attn_epilogues(void) {
              "%s %s", n1, n2);
       /* At 16384 (256 keys a class) pass 2 has two warpgroups on 128-key tiles, and stages
        * its 128 rows too: one CTA an SM, within 227 KB. */
-      splat_pattern *p64k = NULL;
-      splat_report r64k;
-      splat__attn_pass_shape sh64k[2];
-      int two64k = 0, split64k = 0;
-      CHECK(splat_pattern_parse("strided(64) | window(64)", 16384, 16384, &p64k) == SPLAT_OK &&
-            splat_analyze(p64k, 0, 0, 0, &r64k) == SPLAT_OK);
-      CHECK(splat__attn_passes_of_pattern(p64k, r64k.tile_q, r64k.tile_k, 64, SPLAT_BF16, &two64k,
-                                          sh64k, &split64k) == SPLAT_OK &&
-            two64k && sh64k[1].tile_k == 128);
-      CHECK(splat__attn_pass_specs(ps, sh64k, &r64k, SPLAT_BF16, 64, 0, "sm_90a", &kernels) ==
-                SPLAT_OK &&
-            kernels);
+      CHECK(pass_specs_for("strided(64) | window(64)", 16384, 64, "sm_90a", 0, ps, sh) &&
+            sh[1].tile_k == 128);
       splat__kspec w2_unstaged = ps[1];
       w2_unstaged.epi = SPLAT_EPI_PASS1;
       CHECKF(ps[1].warps == 8 && ps[1].kt == 128 &&
@@ -956,7 +954,6 @@ static void test_attn_epilogues(void) {
                  splat__kspec_tile_smem(&ps[1]) <= 232448,
              "pass 2 at 16384: warps %d kt %d smem %d", ps[1].warps, ps[1].kt,
              splat__kspec_tile_smem(&ps[1]));
-      splat_pattern_destroy(p64k);
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
     CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==

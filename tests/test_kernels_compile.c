@@ -169,19 +169,26 @@ int main(void) {
           add_arch(&w1, "sm_90a");
         /* The sm_90a attention kernels (wgmma, warp-specialised), with one and with two
          * consumer warpgroups; the warp-specialised one also with 64-key sub-tiles where
-         * its default is 128, and with one warpgroup on key tiles of 64 (a two-pass plan's
-         * strided pass of 64-key phase classes: tile_plan.h splat__tile_plan_passes). */
+         * its default is 128. */
         for (int kind = SPLAT__WGMMA_SYNC; kind <= SPLAT__WGMMA_WS; kind++) {
           for (int wgs = 1; wgs <= 2; wgs++) {
             splat__kspec w = s;
             if (splat__kspec_use_wgmma(&w, kind, wgs, 0)) add_arch(&w, "sm_90a");
             splat__kspec w64 = s;
             if (w.kt != 64 && splat__kspec_use_wgmma(&w64, kind, wgs, 64)) add_arch(&w64, "sm_90a");
-            splat__kspec t64 = s;
-            t64.tile_k = 64;
-            if (kind == SPLAT__WGMMA_WS && wgs == 1 && splat__kspec_use_wgmma(&t64, kind, wgs, 0) &&
-                t64.wgmma == SPLAT__WGMMA_WS)
-              add_arch(&t64, "sm_90a");
+            /* A two-pass plan's kernels as its passes specialise them (1-2 segments a row,
+             * key tiles of 128 or 64): their smaller tables leave room for pass 2's staged
+             * rows, which the specs of 8 segments above mostly have not. */
+            for (int segs = 1; segs <= 2 && kind == SPLAT__WGMMA_WS; segs++) {
+              for (int tk = 128; tk >= 64; tk /= 2) {
+                splat__kspec p = s;
+                p.max_segs = segs;
+                p.tile_k = tk;
+                p.epi = SPLAT_EPI_PASS1; /* its programs: pass 1's and pass 2's kernels */
+                if (splat__kspec_use_wgmma(&p, kind, wgs, 0) && p.wgmma == SPLAT__WGMMA_WS)
+                  add_program(&p, "sm_90a");
+              }
+            }
           }
         }
       }

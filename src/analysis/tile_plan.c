@@ -1107,9 +1107,11 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
       st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k, &out[k]);
       /* Key tiles of half the width where they compute a fifth less: phase classes of 64
        * keys (strided(64) at 4096) half-fill 128-key tiles, whose empty half costs the
-       * kernels a predicated sub-tile per item (bench/NOTES.md v20). */
+       * kernels a predicated sub-tile per item (bench/NOTES.md v20). Only from widths that
+       * are multiples of 128: the warp-specialised kernel takes key tiles of whole 64-key
+       * sub-tiles. */
       splat__tile_plan half;
-      if (st == SPLAT_OK && single->tile_k >= 128 &&
+      if (st == SPLAT_OK && single->tile_k % 128 == 0 &&
           (st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k / 2, &half)) ==
               SPLAT_OK) {
         if (5 * half.computed <= 4 * out[k].computed) {

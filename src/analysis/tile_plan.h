@@ -76,8 +76,9 @@ void splat__tile_plan_free(splat__tile_plan *t);
  * sequence) where the contiguous pass's are a window's few sub-tiles, so the merge's
  * workspace reads and epilogue weigh less there (strided(64) | window(64) 5-10% faster on
  * an H200 at 4096 and 16384, and at 65536 with head_dim 128; bench/NOTES.md v9.5). A pass's
- * key tiles are half the single plan's where that computes a fifth less (phase classes of
- * 64 keys: strided(64) | window(64) at 4096).
+ * key tiles are half the single plan's where that computes a fifth less and the single
+ * plan's are a multiple of 128 keys (phase classes of 64 keys: strided(64) | window(64) at
+ * 4096).
  * *npass = 2 with out[0], out[1] built
  * and each pass's own ACSR in part[0], part[1] (a's rows and remainder: rem_row and
  * rem_cols are a's, shared; splat__pass_acsr_free each) when the two compute at most 3/4

@@ -52,13 +52,16 @@ def run_case(seed, old=False):
     rnd = random.Random(seed)
     stages, wgs = rnd.choice([2, 3, 4]), rnd.choice([1, 2])
     items = []  # per item: sub-tiles per run, whether each run is predicated, and per
-    # warpgroup whether it computes each sub-tile (every one of a full run)
+    # warpgroup whether it computes each sub-tile (every one of a full run, unless the
+    # warpgroup is idle: the item has no rows of its)
     for _ in range(rnd.randint(1, 6)):
         runs = [rnd.randint(1, 8) for _ in range(rnd.randint(0, 4))]
         pred = [rnd.random() < 0.7 for _ in runs]
         p = rnd.choice([0.0, 0.1, 0.5, 0.9, 1.0])
-        items.append((runs, pred, [[[not pred[li] or rnd.random() < p for _ in range(n)]
-                                    for li, n in enumerate(runs)] for _ in range(wgs)]))
+        active = [w == 0 or rnd.random() < 0.8 for w in range(wgs)]
+        items.append((runs, pred, [[[active[w] and (not pred[li] or rnd.random() < p)
+                                     for _ in range(n)] for li, n in enumerate(runs)]
+                                   for w in range(wgs)]))
     full = [Barrier(1) for _ in range(stages)]
     empty = [Barrier(wgs) for _ in range(stages)]
     qfull, qempty = [Barrier(1), Barrier(1)], [Barrier(wgs), Barrier(wgs)]
