@@ -191,6 +191,11 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   const int t = lane & 3;
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
   constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
+  /* The workspace rows of (b, h) (pass 1 of two, and pass 2 without staged rows): their
+   * offset once, each row's by one multiplication (per row, it was 1.5% of pass 1's
+   * instructions). */
+  constexpr int64_t part_bytes = SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
+  unsigned char *const part_bh = SPLAT_ATTN_PASS ? splat_attn_rowpart(P, b, h, 0) : nullptr;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
@@ -205,7 +210,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     float2 p1[SPLAT_NO / 4];
     if constexpr (SPLAT_ATTN_PASS == 2) {
       pr =
-          SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : splat_attn_rowpart(P, b, h, sRow[r]);
+          SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : part_bh + sRow[r] * part_bytes;
       if (!SPLAT_WS_STAGED)
 #pragma unroll
         for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr, 8 * j + 2 * t);
@@ -214,6 +219,9 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
       w1 *= ml.z; /* O1's weight: kept as O1 / unit */
     }
     const float inv = part ? sc.x : (lt > 0.f ? __fdividef(1.f, lt) : 0.f);
+    /* Pass 2: 1 / l folded into both weights (a multiplication less an element). */
+    w *= inv;
+    w1 *= inv;
 #pragma unroll
     for (int j = 0; j < SPLAT_NO / 4; j++) {
       float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
@@ -221,14 +229,16 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
         if (SPLAT_WS_STAGED) p1[j] = splat_attn_prior2<true>(pr, 8 * j + 2 * t);
         x0 = x0 * w + p1[j].x * w1;
         x1 = x1 * w + p1[j].y * w1;
+      } else {
+        x0 *= inv;
+        x1 *= inv;
       }
       *(uint32_t *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, j) + 4 * t) =
-          part ? splat_pack2<SPLAT_F16>(x0 * inv, x1 * inv)
-               : splat_pack2<SPLAT_DT>(x0 * inv, x1 * inv);
+          part ? splat_pack2<SPLAT_F16>(x0, x1) : splat_pack2<SPLAT_DT>(x0, x1);
     }
     if constexpr (part) {
       if (t == 0 && r < nrows)
-        splat_attn_store_rowpart_tail(splat_attn_rowpart(P, b, h, sRow[r]), mx, lt, sc.y);
+        splat_attn_store_rowpart_tail(part_bh + sRow[r] * part_bytes, mx, lt, sc.y);
     } else if (P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
           lt > 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
@@ -243,8 +253,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   constexpr int CH = SPLAT_DP / 8, RPP = 32 / CH, NP = 16 / RPP;
   const int rw = 64 * cw + 16 * warp + lane / CH, ch = lane % CH;
   /* Row `row`'s chunk ch: of the output, or of pass 1's workspace row. */
-  constexpr int64_t part_bytes = SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
-  unsigned char *const dst0 = part ? splat_attn_rowpart(P, b, h, 0) + 16 * ch
+  unsigned char *const dst0 = part ? part_bh + 16 * ch
                                    : (unsigned char *)((uint16_t *)P.out.data + out_bh + 8 * ch);
   const int64_t dst_row = part ? part_bytes : P.out.s2 * 2;
   if constexpr (NP <= 4) {
@@ -499,17 +508,18 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
        * (bench/NOTES.md v20). The warpgroup's reads of the last item's rows, and its waits
        * on the last phase, are done first (its named barrier). */
       splat_bar_sync(2 + cw, 128);
+      /* Two threads a row, each every other chunk of it: one row id and address a thread,
+       * the copies at constant offsets from them (a division by the chunk count per copy
+       * was 5% of pass 2's instructions at 16384, bench/NOTES.md v22). */
       constexpr int CH = SPLAT_ROWPART_COPY / 16;
-      const int lr = threadIdx.x & 127;
-      const unsigned char *part0 = splat_attn_rowpart(P, sTask[qb].c.x, sTask[qb].c.y, 0);
+      const int lr = threadIdx.x & 127, r = 64 * cw + (lr >> 1), half = lr & 1;
+      if (r < nrows) {
+        const unsigned char *src =
+            splat_attn_rowpart(P, sTask[qb].c.x, sTask[qb].c.y, sRow[r]) + 16 * half;
+        const uint32_t dst = splat_smem_addr(sStaged + r * SPLAT_ROWPART_COPY + 16 * half);
 #pragma unroll
-      for (int c = lr; c < 64 * CH; c += 128) {
-        const int r = 64 * cw + c / CH, ch = c % CH;
-        if (r < nrows)
-          splat_cp_async16_at(
-              splat_smem_addr(sStaged + r * SPLAT_ROWPART_COPY + 16 * ch),
-              part0 + (int64_t)sRow[r] * SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF) +
-                  16 * ch);
+        for (int i = 0; i < (CH + 1) / 2; i++)
+          if (2 * i + half < CH) splat_cp_async16_at(dst + 32 * i, src + 32 * i);
       }
       splat_cp_async_mbar_arrive(&pfull[cw]);
     } else if (SPLAT_ATTN_PASS == 2) {
