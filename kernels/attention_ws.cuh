@@ -192,8 +192,8 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
   constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
   /* The workspace rows of (b, h) (pass 1 of two, and pass 2 without staged rows): their
-   * offset once, each row's by one multiplication (per row, it was 1.5% of pass 1's
-   * instructions). */
+   * offset once, each row's by one multiplication (per row, part of the 3.4 M instructions
+   * pass 1's workspace rows add at 16384, bench/NOTES.md v22). */
   constexpr int64_t part_bytes = SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
   unsigned char *const part_bh = SPLAT_ATTN_PASS ? splat_attn_rowpart(P, b, h, 0) : nullptr;
 #pragma unroll
@@ -510,7 +510,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_bar_sync(2 + cw, 128);
       /* Two threads a row, each every other chunk of it: one row id and address a thread,
        * the copies at constant offsets from them (a division by the chunk count per copy
-       * was 5% of pass 2's instructions at 16384, bench/NOTES.md v22). */
+       * was 4% of pass 2's instructions at 16384, bench/NOTES.md v22). */
       constexpr int CH = SPLAT_ROWPART_COPY / 16;
       const int lr = threadIdx.x & 127, r = 64 * cw + (lr >> 1), half = lr & 1;
       if (r < nrows) {

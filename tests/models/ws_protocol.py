@@ -179,9 +179,10 @@ def run_case(seed, old=False):
 
 def run_staging_case(seed, barrier=True):
     """One warpgroup of `threads` threads; an item's rows (up to `rows`) of `chunks` chunks
-    each, chunk c of the item copied by thread c % threads."""
+    each (an odd count, as a row's 9 or 17), two threads a row: thread i copies chunks
+    i % 2, i % 2 + 2, ... of row i // 2."""
     rnd = random.Random(seed)
-    threads, rows, chunks = 4, 3, 2
+    threads, rows, chunks = 4, 2, 3
     rows_of_item = [rnd.randint(0, rows) for _ in range(rnd.randint(1, 6))]  # 0: idle
     pfull = Barrier(threads)
     staged = [[None] * chunks for _ in range(rows)]
@@ -207,8 +208,9 @@ def run_staging_case(seed, barrier=True):
         for k, nrows in enumerate(rows_of_item):
             if barrier:
                 yield from bar_sync()
-            for c in range(i, nrows * chunks, threads):
-                in_flight.append((i, c // chunks, c % chunks, k))
+            r, half = i // 2, i % 2
+            for ch in range(half, chunks, 2) if r < nrows else ():
+                in_flight.append((i, r, ch, k))
                 outstanding[i] += 1
                 yield
             armed[i] = True
