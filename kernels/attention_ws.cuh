@@ -85,9 +85,10 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
  * buffer), interval tables + their spans per producer warp + counts, two buffers of row
- * ids, two task records (48 bytes each); then, in pass 2's kernels where they fit (one
- * warpgroup: two CTAs still sharing an SM, half its 228 KB less the 1 KB reserved per CTA;
- * two: the 227 KB of one CTA), its rows' pass-1 results (SPLAT_WS_STAGED): a barrier per
+ * ids, two task records (48 bytes each); then, in pass 2's kernels where they fit (kgen.c
+ * splat__kspec_tile_smem decides it for the device: one warpgroup, two CTAs still sharing
+ * an SM; two, a CTA's opt-in; SPLAT_TILE_SMEM then includes them), its rows' pass-1 results
+ * (SPLAT_WS_STAGED): a barrier per
  * warpgroup and SPLAT_ROWPART_COPY bytes a row, so the merge does not wait on L2 at each
  * item's end (bench/NOTES.md v9.5). Staged by a bulk copy a row, the two-warpgroup kernels
  * were 0.5-1.5% slower than unstaged (v9.7); by cp.async, 2-5% faster (v20). */
@@ -97,9 +98,8 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
    SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
 #define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY)
-#define SPLAT_WS_STAGED    \
-  (SPLAT_ATTN_PASS == 2 && \
-   SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES <= (SPLAT_WGS == 1 ? 233472 / 2 - 1024 : 232448))
+#define SPLAT_WS_STAGED \
+  (SPLAT_ATTN_PASS == 2 && SPLAT_TILE_SMEM == SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES)
 #define SPLAT_ATTN_SMEM (SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED * SPLAT_WS_STAGED_BYTES)
 
 /* The span of a run's interval tables over a set of rows (a producer warp's 32, or a

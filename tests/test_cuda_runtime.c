@@ -954,6 +954,20 @@ static void test_attn_epilogues(void) {
                  splat__kspec_tile_smem(&ps[1]) <= 232448,
              "pass 2 at 16384: warps %d kt %d smem %d", ps[1].warps, ps[1].kt,
              splat__kspec_tile_smem(&ps[1]));
+      /* The room is the device's: on a device whose opt-in is a byte short of that
+       * kernel's staged size it keeps the same tile unstaged; the one-warpgroup pass 2 at
+       * 4096 (two CTAs an SM) loses its staging once two staged CTAs no longer fit. */
+      splat__kspec small = ps[1];
+      small.smem_optin = splat__kspec_tile_smem(&ps[1]);
+      CHECK(splat__kspec_tile_smem(&small) == splat__kspec_tile_smem(&ps[1]));
+      small.smem_optin--;
+      CHECKF(splat__kspec_tile_smem(&small) == splat__kspec_tile_smem(&w2_unstaged),
+             "pass 2 with opt-in %d: smem %d", small.smem_optin, splat__kspec_tile_smem(&small));
+      splat__kspec one = p2;
+      one.smem_optin = 2 * (splat__kspec_tile_smem(&p2) + 1024) - 1024;
+      CHECK(splat__kspec_tile_smem(&one) == splat__kspec_tile_smem(&p2));
+      one.smem_optin -= 2;
+      CHECK(splat__kspec_tile_smem(&one) == splat__kspec_tile_smem(&p2_unstaged));
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
     CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==

@@ -180,15 +180,19 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   if (s->wgmma == SPLAT__WGMMA_WS) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
      * buffer, two task records (48 bytes each); in pass 2's kernels, its staged pass-1
-     * rows where they fit: two CTAs still sharing an SM with one warpgroup (half of 228 KB
-     * less the 1 KB reserved per CTA), the 227 KB of one CTA with two (SPLAT_WS_STAGED: two
-     * barriers, then the rows' O (fp16 in bf16 plans, else floats) and m, l (and a unit)
-     * in 16 bytes; attention_common.cuh SPLAT_ROWPART_COPY) */
+     * rows where they fit (the room below; the kernel stages them when SPLAT_TILE_SMEM,
+     * this size, includes them: SPLAT_WS_STAGED; two barriers, then the rows' O (fp16 in
+     * bf16 plans, else floats) and m, l (and a unit) in 16 bytes; attention_common.cuh
+     * SPLAT_ROWPART_COPY) */
     const int base = 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 +
                      8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 +
                      2 * 48;
     const int staged = 16 + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
-    const int room = s->warps == 4 ? 233472 / 2 - 1024 : 232448;
+    /* The room: a CTA's opt-in; with one warpgroup, half an SM's shared memory (the opt-in
+     * and the 1 KB reserved per CTA) less that 1 KB, so two CTAs still share an SM. The
+     * kernel stages its rows when its shared memory (SPLAT_TILE_SMEM) includes them. */
+    const int optin = s->smem_optin > 0 ? s->smem_optin : 232448;
+    const int room = s->warps == 4 ? (optin + 1024) / 2 - 1024 : optin;
     return base + (s->epi == SPLAT_EPI_PASS2 && base + staged <= room ? staged : 0);
   }
   if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
@@ -338,6 +342,7 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
+    s->smem_optin = smem_optin;
     if (arch && !strcmp(arch, "sm_90a")) {
       const splat__kspec plain = *s;
       const int wgs = full ? warpgroups : 1;

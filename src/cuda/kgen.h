@@ -42,6 +42,8 @@ typedef struct splat__kspec {
                     * PLAIN for one pass without split tiles, SPLIT, or PASS1 for two-pass
                     * plans, whose second pass is a PASS2 kernel of its own) */
   int program;     /* which of the op's kernels a source holds (SPLAT__KPROG_*) */
+  int smem_optin;  /* the device's opt-in shared memory per CTA (0: sm_90's 227 KB): pass 2
+                    * of two stages its rows where they fit (splat__kspec_tile_smem) */
 } splat__kspec;
 
 /* An op's kernels compile as separate programs, concurrently: its row kernel's; when it has
