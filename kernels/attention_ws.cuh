@@ -48,7 +48,9 @@
  * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 lets it start at once, on the SMs
  * its CTAs leave, where its producer loads the first items' Q and K/V while pass 1 ends;
  * its consumers wait for pass 1's results before anything else (wgmma.cuh
- * splat_grid_wait_prior). */
+ * splat_grid_wait_prior). SPLAT_WS_SEG_AHEAD (1 or 0): the plan's rows are in their own
+ * order and some of its runs are predicated, so the producer loads each item's row
+ * segments as it starts (kgen.c sets it; the producer's fetch below). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -347,28 +349,28 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     int nrow = 0;
     splat_ws_item nx; /* the next item, decoded once (its divisions: 13% of the instructions
                        * of a kernel of one-sub-tile items when decoded twice, v20) */
-    /* Rows in their own order (P.pat.identity) need no permutation load; in kernels of at
-     * most two segments a row, their segment offsets come with them, and the item's
-     * segments are loaded as it starts, before the wait for its Q buffer: the interval
-     * tables of its first run are built from registers, not by two dependent global loads
-     * on the producer's chain (bench/NOTES.md v23, v24). */
-    constexpr bool seg_ahead = SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2; /* (registers) */
+    /* SPLAT_WS_SEG_AHEAD (plans whose rows are in their own order and have predicated
+     * runs, kernels of at most two segments a row and two consumer warpgroups): a row's id
+     * is its position (no permutation load) and its segment offsets come with it; the
+     * item's segments are loaded as it starts, before the wait for its Q buffer, and the
+     * interval tables of its first run are built from them, not by two dependent global
+     * loads on the producer's chain (bench/NOTES.md v23, v24). Other kernels compile as
+     * without it. */
+    constexpr bool seg_ahead = SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2;
     int64_t ns0 = 0, ns1 = 0;
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
       nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
-      const int q = nx.tile.row_begin + nx.rb + (int)threadIdx.x;
-      nrow = 0;
-      if ((int)threadIdx.x < nx.nrows) {
-        if (P.pat.identity) {
-          nrow = q;
-          if (seg_ahead) {
-            ns0 = P.pat.row_seg[q];
-            ns1 = P.pat.row_seg[q + 1];
-          }
-        } else {
-          nrow = P.pat.perm[q];
+      if constexpr (seg_ahead) {
+        const int q = nx.tile.row_begin + nx.rb + (int)threadIdx.x;
+        nrow = (int)threadIdx.x < nx.nrows ? q : 0;
+        if ((int)threadIdx.x < nx.nrows) {
+          ns0 = P.pat.row_seg[q];
+          ns1 = P.pat.row_seg[q + 1];
         }
+      } else {
+        nrow =
+            (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
       }
     };
     fetch(blockIdx.x);
@@ -379,8 +381,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         fetch(w + gridDim.x);
         continue;
       }
-      const bool seg_regs = seg_ahead && P.pat.identity && (int)threadIdx.x < it.nrows &&
-                            ns1 - ns0 <= SPLAT_MAX_SEGS;
+      const bool seg_regs =
+          seg_ahead && (int)threadIdx.x < it.nrows && ns1 - ns0 <= SPLAT_MAX_SEGS;
       const int sn = (int)(ns1 - ns0);
       int4 sg[SPLAT_MAX_SEGS];
       if (seg_regs) {
@@ -440,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
             splat_ival *riv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
             int niv = 0;
-            if (seg_regs && li == 0) {
+            if (seg_ahead && seg_regs && li == 0) {
               int32_t idx = 0;
 #pragma unroll
               for (int q = 0; q < SPLAT_MAX_SEGS; q++)

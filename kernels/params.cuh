@@ -69,7 +69,6 @@ typedef struct splat_dev_pattern {
   const int32_t *slots;
   const int32_t *merge;
   int64_t seq_q, seq_k;
-  int32_t identity; /* 1: perm is the identity (rows in their own order) */
 } splat_dev_pattern;
 
 /* A 4-d strided tensor view. */

@@ -371,7 +371,6 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     p->pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[6]);
     p->pat.seq_q = a->seq_q;
     p->pat.seq_k = a->seq_k;
-    p->pat.identity = !t->permuted;
     p->ntiles = t->ntiles;
     p->regular_rows = t->regular_rows;
     p->attn_pat = p->pat;
@@ -399,7 +398,6 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_pat[k].runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[13 + 3 * k]);
       p->pass_pat[k].row_seg = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[17 + 2 * k]);
       p->pass_pat[k].segs = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[18 + 2 * k]);
-      p->pass_pat[k].identity = !pass[k].permuted;
       p->pass_ntiles[k] = pass[k].ntiles;
     }
     if (st == SPLAT_OK && npass) {
