@@ -48,7 +48,9 @@
  * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 lets it start at once, on the SMs
  * its CTAs leave, where its producer loads the first items' Q and K/V while pass 1 ends;
  * its consumers wait for pass 1's results before anything else (wgmma.cuh
- * splat_grid_wait_prior). */
+ * splat_grid_wait_prior). SPLAT_WS_SEG_AHEAD (1 or 0): the plan's rows are in their own
+ * order and some of its runs are predicated, so the producer loads each item's row
+ * segments as it starts (kgen.c sets it; the producer's fetch below). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -347,10 +349,29 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     int nrow = 0;
     splat_ws_item nx; /* the next item, decoded once (its divisions: 13% of the instructions
                        * of a kernel of one-sub-tile items when decoded twice, v20) */
+    /* SPLAT_WS_SEG_AHEAD (plans whose rows are in their own order and have predicated
+     * runs, kernels of at most two segments a row and two consumer warpgroups): a row's id
+     * is its position (no permutation load) and its segment offsets come with it; the
+     * item's segments are loaded as it starts, before the wait for its Q buffer, and the
+     * interval tables of its first run are built from them, not by two dependent global
+     * loads on the producer's chain (bench/NOTES.md v23, v24). Other kernels compile as
+     * without it. */
+    constexpr bool seg_ahead = SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2;
+    int64_t ns0 = 0, ns1 = 0;
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
       nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
-      nrow = (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
+      if constexpr (seg_ahead) {
+        const int q = nx.tile.row_begin + nx.rb + (int)threadIdx.x;
+        nrow = (int)threadIdx.x < nx.nrows ? q : 0;
+        if ((int)threadIdx.x < nx.nrows) {
+          ns0 = P.pat.row_seg[q];
+          ns1 = P.pat.row_seg[q + 1];
+        }
+      } else {
+        nrow =
+            (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
+      }
     };
     fetch(blockIdx.x);
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
@@ -359,6 +380,15 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       if (it.nrows <= 0) {
         fetch(w + gridDim.x);
         continue;
+      }
+      const bool seg_regs =
+          seg_ahead && (int)threadIdx.x < it.nrows && ns1 - ns0 <= SPLAT_MAX_SEGS;
+      const int sn = (int)(ns1 - ns0);
+      int4 sg[SPLAT_MAX_SEGS];
+      if (seg_regs) {
+#pragma unroll
+        for (int q = 0; q < SPLAT_MAX_SEGS; q++)
+          if (q < sn) sg[q] = *(const int4 *)(P.pat.segs + 4 * (ns0 + q));
       }
       const splat_dev_tile tile = it.tile;
       const int nrows = it.nrows;
@@ -411,9 +441,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           if (ls == 0 && run.predicate && threadIdx.x < SPLAT_TQ) {
             const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
             splat_ival *riv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            const int niv = r < nrows ? splat_row_intervals(P.pat, sRow[r], run.phase, run.stride,
-                                                            run.width, riv)
-                                      : 0;
+            int niv = 0;
+            if (seg_ahead && seg_regs && li == 0) {
+              int32_t idx = 0;
+#pragma unroll
+              for (int q = 0; q < SPLAT_MAX_SEGS; q++)
+                if (q < sn)
+                  splat_seg_interval(sg[q], run.phase, run.stride, run.width, q == sn - 1, riv,
+                                     &niv, &idx);
+            } else if (r < nrows) {
+              niv = splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width, riv);
+            }
             sNiv[tb * SPLAT_TQ + r] = niv;
             int4 sp = r < nrows ? splat_span_row(riv, niv) : SPLAT_SPAN_NONE;
 #pragma unroll

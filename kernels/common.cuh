@@ -256,36 +256,45 @@ typedef struct splat_ival {
   int32_t ends_row; /* 1 when the interval's last entry is the row's last */
 } splat_ival;
 
+/* Appends to iv[*n] the interval of segment g = {start, stride, count, width} when it
+ * belongs to group (phase, stride, width), its values starting at entry *idx, which then
+ * moves past the segment's entries; last: the row's last segment. Mirrors the tile plan's
+ * mapping of segments to gathered indices. */
+SPLAT_DEV void splat_seg_interval(int4 g, int32_t phase, int32_t stride, int32_t width, bool last,
+                                  splat_ival *iv, int *n, int32_t *idx) {
+  const int32_t st = g.x, sd = g.y, cnt = g.z, wd = g.w;
+  bool in;
+  int32_t lo, hi;
+  if (sd <= 1) {
+    in = stride == 1 && phase == 0 && width == 1;
+    lo = st;
+    hi = st + (cnt - 1) * sd + wd - 1;
+  } else {
+    in = stride == sd && phase == st % sd && width == wd;
+    lo = (st / sd) * wd;
+    hi = lo + cnt * wd - 1;
+  }
+  if (in) {
+    iv[*n].lo = lo;
+    iv[*n].hi = hi;
+    iv[*n].idx0 = *idx;
+    iv[*n].ends_row = last;
+    ++*n;
+  }
+  *idx += cnt * wd;
+}
+
 /* Fills iv[0..) with row i's intervals of group (phase, stride, width); returns the
- * count (0..K). Mirrors the tile plan's mapping of segments to gathered indices. */
+ * count (0..K). */
 SPLAT_DEV int splat_row_intervals(const splat_dev_pattern &p, int64_t i, int32_t phase,
                                   int32_t stride, int32_t width, splat_ival *iv) {
   const int64_t s0 = p.row_seg[i], s1 = p.row_seg[i + 1];
   int n = 0;
   int32_t idx = 0;
-  for (int64_t s = s0; s < s1; s++) {
-    const int32_t st = p.segs[4 * s], sd = p.segs[4 * s + 1];
-    const int32_t cnt = p.segs[4 * s + 2], wd = p.segs[4 * s + 3];
-    bool in;
-    int32_t lo, hi;
-    if (sd <= 1) {
-      in = stride == 1 && phase == 0 && width == 1;
-      lo = st;
-      hi = st + (cnt - 1) * sd + wd - 1;
-    } else {
-      in = stride == sd && phase == st % sd && width == wd;
-      lo = (st / sd) * wd;
-      hi = lo + cnt * wd - 1;
-    }
-    if (in) {
-      iv[n].lo = lo;
-      iv[n].hi = hi;
-      iv[n].idx0 = idx;
-      iv[n].ends_row = s == s1 - 1;
-      n++;
-    }
-    idx += cnt * wd;
-  }
+  for (int64_t s = s0; s < s1; s++)
+    splat_seg_interval(make_int4(p.segs[4 * s], p.segs[4 * s + 1], p.segs[4 * s + 2],
+                                 p.segs[4 * s + 3]),
+                       phase, stride, width, s == s1 - 1, iv, &n, &idx);
   return n;
 }
 

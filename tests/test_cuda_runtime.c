@@ -334,7 +334,25 @@ static void test_kernel_choice(void) {
     CHECK(a->wgmma == WS && a->warps == 4);
     r.rows_by_segments[2] = 1;
     CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
-    CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2);
+    CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2 && !a->seg_ahead);
+    /* Rows in their own order with predicated runs: the producer loads each item's row
+     * segments as it starts (two warpgroups, at most two segments a row); permuted rows,
+     * plans of full runs only, and more segments a row do not. */
+    r.predicated_tiles = 1;
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(a->seg_ahead);
+    char rows_name[96], tile_name[96];
+    splat__kspec_names(a, rows_name, tile_name, sizeof rows_name);
+    CHECKF(!strcmp(tile_name, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_sa"), "%s",
+           tile_name);
+    r.rows_permuted = 1;
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(!a->seg_ahead);
+    r.rows_permuted = 0;
+    r.max_segments = 3;
+    r.rows_by_segments[3] = 1;
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(a->max_segs == 3 && !a->seg_ahead);
   }
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8);
@@ -939,7 +957,9 @@ static void test_attn_epilogues(void) {
       CHECK(splat__kspec_programs(&p1, &p2, prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
-      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass1.cu") &&
+      /* Pass 1 (rows in their own order, predicated runs) loads its rows' segments as
+       * each item starts (_sa); pass 2's rows are phase classes. */
+      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_sa_pass1.cu") &&
                  !strcmp(n2, "splat_attn_ws_bf16_d64_q64_k64_kt64_s4_seg1_pass2.cu"),
              "%s %s", n1, n2);
       /* At 16384 (256 keys a class) pass 2 has two warpgroups on 128-key tiles, and stages
@@ -948,6 +968,7 @@ static void test_attn_epilogues(void) {
             sh[1].tile_k == 128);
       splat__kspec w2_unstaged = ps[1];
       w2_unstaged.epi = SPLAT_EPI_PASS1;
+      CHECK(ps[0].seg_ahead && !ps[1].seg_ahead); /* permuted rows never */
       CHECKF(ps[1].warps == 8 && ps[1].kt == 128 &&
                  splat__kspec_tile_smem(&ps[1]) - splat__kspec_tile_smem(&w2_unstaged) ==
                      16 + 128 * 144 &&

@@ -185,8 +185,14 @@ int main(void) {
                 p.max_segs = segs;
                 p.tile_k = tk;
                 p.epi = SPLAT_EPI_PASS1; /* its programs: pass 1's and pass 2's kernels */
-                if (splat__kspec_use_wgmma(&p, kind, wgs, 0) && p.wgmma == SPLAT__WGMMA_WS)
+                if (splat__kspec_use_wgmma(&p, kind, wgs, 0) && p.wgmma == SPLAT__WGMMA_WS) {
                   add_program(&p, "sm_90a");
+                  /* Rows in their own order with predicated runs (two warpgroups): the
+                   * producer loads each item's row segments as it starts, every epilogue. */
+                  splat__kspec pa = p;
+                  pa.seg_ahead = 1;
+                  if (wgs == 2) add_arch(&pa, "sm_90a");
+                }
               }
             }
           }
