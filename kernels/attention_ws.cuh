@@ -69,15 +69,26 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
-#define SPLAT_DP SPLAT_HEAD_DIM               /* 64 or 128: whole 64-column panels */
+/* Columns of the Q, K and V tiles and of O: head_dim in whole 64-column panels (80 .. 120
+ * run as 128: the loads zero-fill the columns past head_dim, whose products are zero in S
+ * and dropped from O). */
+#define SPLAT_DP ((SPLAT_HEAD_DIM + 63) / 64 * 64)
+static_assert(SPLAT_HEAD_DIM % 8 == 0 &&
+                  (SPLAT_HEAD_DIM == 64 || SPLAT_DP == 128 || (SPLAT_DP == 256 && SPLAT_WGS == 1)),
+              "the warp-specialised attention kernel takes head_dim 64, 72 .. 128 (a multiple of "
+              "8), or 256 with one consumer warpgroup (its O alone is 128 registers a thread)");
+#define SPLAT_JH (SPLAT_HEAD_DIM / 8) /* 8-column blocks of O within head_dim */
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
 #define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112
- * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows. */
-#define SPLAT_MIN_CTAS (SPLAT_WGS > 1 ? 1 : 2)
+ * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows.
+ * Head_dim 256: one CTA an SM (its stages fill the shared memory), whose 256 threads get
+ * the most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
+#define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
+#define SPLAT_WS_REG_SPLIT (SPLAT_DP <= 128)
 #define SPLAT_PRODUCER_REGS (SPLAT_WGS > 1 ? 120 : 112) /* items, interval tables, the gather */
 #define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 144)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
@@ -187,9 +198,9 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
                                      const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                      const int *sRow, unsigned char *sQb, int cw, int warp,
                                      int lane, int nrows, const unsigned char *sStaged) {
-  static_assert(SPLAT_DP == 64 || SPLAT_DP == 128,
-                "the staged epilogue covers rows of 64 or 128 columns: a pass of 32 lanes takes "
-                "whole rows");
+  static_assert(SPLAT_DP == 64 || SPLAT_DP == 128 || SPLAT_DP == 256,
+                "the staged epilogue covers rows of 64, 128 or 256 columns: a pass of 32 lanes "
+                "takes whole rows");
   const int t = lane & 3;
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
   constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
@@ -215,7 +226,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
           SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : part_bh + sRow[r] * part_bytes;
       if (!SPLAT_WS_STAGED)
 #pragma unroll
-        for (int j = 0; j < SPLAT_NO / 4; j++) p1[j] = splat_attn_prior2<false>(pr, 8 * j + 2 * t);
+        for (int j = 0; j < SPLAT_JH; j++) p1[j] = splat_attn_prior2<false>(pr, 8 * j + 2 * t);
       const float3 ml = splat_attn_prior_tail<SPLAT_WS_STAGED>(pr);
       splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
       w1 *= ml.z; /* O1's weight: kept as O1 / unit */
@@ -228,9 +239,10 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     for (int j = 0; j < SPLAT_NO / 4; j++) {
       float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
       if constexpr (SPLAT_ATTN_PASS == 2) {
-        if (SPLAT_WS_STAGED) p1[j] = splat_attn_prior2<true>(pr, 8 * j + 2 * t);
-        x0 = x0 * w + p1[j].x * w1;
-        x1 = x1 * w + p1[j].y * w1;
+        /* Columns past head_dim (not stored): pass 1's row ends before them. */
+        if (SPLAT_WS_STAGED && j < SPLAT_JH) p1[j] = splat_attn_prior2<true>(pr, 8 * j + 2 * t);
+        x0 = x0 * w + (j < SPLAT_JH ? p1[j].x * w1 : 0.f);
+        x1 = x1 * w + (j < SPLAT_JH ? p1[j].y * w1 : 0.f);
       } else {
         x0 *= inv;
         x1 *= inv;
@@ -268,12 +280,12 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     }
 #pragma unroll
     for (int i = 0; i < NP; i++)
-      splat_st16_if(dst0 + (int64_t)orow[i] * dst_row, v[i], rw + RPP * i < nrows);
+      splat_st16_if(dst0 + (int64_t)orow[i] * dst_row, v[i], rw + RPP * i < nrows && ch < SPLAT_JH);
   } else {
 #pragma unroll
     for (int i = 0; i < NP; i++) {
       const int r = rw + RPP * i;
-      if (r < nrows)
+      if (r < nrows && ch < SPLAT_JH) /* chunks past head_dim: not stored */
         *(uint4 *)(dst0 + (int64_t)sRow[r] * dst_row) =
             *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch));
     }
@@ -340,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 
   if (wg == 0) {
     /* ---------------------------------------------------------------- producer */
-    splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
+    if constexpr (SPLAT_WS_REG_SPLIT) splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
     uint32_t n = 0, R = 0, k = 0;
     /* This thread's row id of the next item (row block row threadIdx.x) is fetched one
      * item ahead, once the current one's Q is in: the dependent global loads (the item's
@@ -512,7 +524,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   }
 
   /* ---------------------------------------------------------------- consumers */
-  splat_setmaxnreg_inc<SPLAT_CONSUMER_REGS>();
+  if constexpr (SPLAT_WS_REG_SPLIT) splat_setmaxnreg_inc<SPLAT_CONSUMER_REGS>();
   /* Pass 2 of two: pass 1's rows are complete and visible (its producer reads only the
    * inputs and the plan, and may run ahead). Every consumer thread waits: each reads them. */
   if (SPLAT_ATTN_PASS == 2) splat_grid_wait_prior();
@@ -579,8 +591,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     auto issue_pv_on = [&](uint64_t vdesc) {
 #pragma unroll
       for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
-        splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(
-            o, a[kk], splat_wgmma_desc_add(vdesc, splat_wgmma_mn_step(kk)), 1);
+        const uint64_t d = splat_wgmma_desc_add(vdesc, splat_wgmma_mn_step(kk));
+        if constexpr (SPLAT_DP <= 128) {
+          splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], d, 1);
+        } else {
+          /* Head_dim 256 as two N = 128 products: columns 128 h .. of O (registers 64 h ..,
+           * the accumulator layout's n8 blocks in order) on V's panels 2 h, 2 h + 1. */
+#pragma unroll
+          for (int h = 0; h < 2; h++)
+            splat_wgmma_rs<SPLAT_DT, 128, 1>(*(float(*)[64])(o + 64 * h), a[kk],
+                                             splat_wgmma_desc_add(d, h * 2 * SPLAT_KT * 128), 1);
+        }
       }
     };
     auto stage_desc = [&](uint64_t desc0, uint32_t st) {
@@ -677,7 +698,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). */
     auto issue_s_on = [&](float(&s)[SPLAT_NS], uint64_t kdesc) {
 #pragma unroll
-      for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+      for (int kk = 0; kk < (SPLAT_HEAD_DIM + 15) / 16; kk++) { /* not the zero columns */
         splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(
             s, splat_wgmma_desc_add(qdesc, splat_wgmma_k_step<SPLAT_TQ>(kk)),
             splat_wgmma_desc_add(kdesc, splat_wgmma_k_step<SPLAT_KT>(kk)), kk > 0);

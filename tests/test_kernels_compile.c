@@ -201,6 +201,31 @@ int main(void) {
     }
   }
 
+  /* The warp-specialised kernel's other head_dims (the GPU check's --dims 96,256): 96 as 128
+   * columns (two consumer warpgroups), 256 (one), 16-bit: every epilogue at the most
+   * segments a row, and a two-pass plan's kernels at one and two segments (at 96 also with
+   * the rows' segments loaded ahead). */
+  const int ws_dims[2] = {96, 256};
+  for (int t = 1; t < 3; t++) {
+    for (int d = 0; d < 2; d++) {
+      splat__kspec s;
+      splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], ws_dims[d],
+                        SPLAT_MAX_SEGMENTS, 128, 128);
+      splat__kspec w = s;
+      CHECK(splat__kspec_use_wgmma(&w, SPLAT__WGMMA_WS, 0, 0) && w.warps == (d ? 4 : 8));
+      add_arch(&w, "sm_90a");
+      for (int segs = 1; segs <= 2; segs++) {
+        splat__kspec p = s;
+        p.max_segs = segs;
+        p.epi = SPLAT_EPI_PASS1;
+        if (!splat__kspec_use_wgmma(&p, SPLAT__WGMMA_WS, 0, 0)) continue;
+        add_program(&p, "sm_90a");
+        p.seg_ahead = p.warps == 8;
+        if (p.seg_ahead) add_arch(&p, "sm_90a");
+      }
+    }
+  }
+
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int nthreads = ncpu > 4 ? 4 : ncpu < 1 ? 1 : (int)ncpu;
   pthread_t th[4];

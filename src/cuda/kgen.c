@@ -185,9 +185,9 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
      * this size, includes them: SPLAT_WS_STAGED; two barriers, then the rows' O (fp16 in
      * bf16 plans, else floats) and m, l (and a unit) in 16 bytes; attention_common.cuh
      * SPLAT_ROWPART_COPY) */
-    const int base = 1024 + (2 * tq + 2 * s->stages * s->kt) * s->head_dim * 2 +
-                     8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 +
-                     2 * 48;
+    const int base =
+        1024 + (2 * tq + 2 * s->stages * s->kt) * splat__kspec_ws_cols(s->head_dim) * 2 +
+        8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 + 2 * 48;
     const int staged = 16 + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
     /* The room: a CTA's opt-in; with one warpgroup, half an SM's shared memory (the opt-in
      * and the 1 KB reserved per CTA) less that 1 KB, so two CTAs still share an SM. The
@@ -206,9 +206,22 @@ static int dcode(splat_dtype d) {
 }
 
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
-  if (s->op != SPLAT__KOP_ATTENTION || !s->tile || (s->head_dim != 64 && s->head_dim != 128) ||
-      s->kt != 64 || kind == SPLAT__WGMMA_NONE)
+  const int hd = s->head_dim;
+  /* The warp-specialised kernel's head_dims: 64, 72 .. 128 (a multiple of 8, run as 128
+   * columns: kernels/attention_ws.cuh SPLAT_DP) and 256; the wgmma kernel's 64 and 128. */
+  const int ws_dim = hd == 64 || (hd > 64 && hd <= 128 && hd % 8 == 0) || hd == 256;
+  if (s->op != SPLAT__KOP_ATTENTION || !s->tile || !ws_dim || s->kt != 64 ||
+      kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;
+  if (s->head_dim == 256) {
+    /* Head_dim 256: the warp-specialised kernel only, one consumer warpgroup (O is 128
+     * registers a thread), 64-key sub-tiles in 2 stages (64 KB each), one CTA an SM. */
+    if (kind != SPLAT__WGMMA_WS) return 0;
+    s->wgmma = SPLAT__WGMMA_WS;
+    s->warps = 4;
+    s->stages = 2;
+    return 1;
+  }
   if (kind == SPLAT__WGMMA_WS) {
     /* Two consumer warpgroups by default. head_dim 128 needs them: with one, two CTAs
      * share an SM and the consumers' registers (O, S, P and the descriptors) do not fit
@@ -227,7 +240,8 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
       }
       return 1;
     }
-    /* head_dim 128 with one warpgroup: the wgmma kernel. */
+    /* head_dim 128 with one warpgroup: the wgmma kernel (72 .. 120: neither). */
+    if (hd != 128) return 0;
   }
   const int wgs = warpgroups ? warpgroups : 1;
   s->wgmma = SPLAT__WGMMA_SYNC;

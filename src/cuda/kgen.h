@@ -93,6 +93,11 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
  * specs. buf: host, cap chars. */
 void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
 
+/* Columns of the warp-specialised attention kernel's tiles at head_dim hd: whole 64-column
+ * panels (kernels/attention_ws.cuh SPLAT_DP). */
+static inline int splat__kspec_ws_cols(int hd) {
+  return (hd + 63) / 64 * 64;
+}
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
 int splat__kspec_tile_smem(const splat__kspec *s);
 /* Threads per CTA of the tile and row kernels (the warp-specialised attention kernel adds
@@ -120,7 +125,9 @@ const char *splat__kspec_template(splat__kop op);
  * (SPLAT__WGMMA_SYNC or _WS) of `warpgroups` consumer warpgroups of 64 rows (0: the
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
  * it qualifies: head_dim 64 or 128, 64-key sub-tiles; WS at head_dim 128 with one
- * warpgroup takes the SYNC kernel instead. kt: keys per sub-tile of WS, 0 (default: 128
+ * warpgroup takes the SYNC kernel instead; head_dim 72 .. 120 (multiples of 8, as 128
+ * columns) only WS with two warpgroups; head_dim 256 only WS, always one warpgroup and 2
+ * stages. kt: keys per sub-tile of WS, 0 (default: 128
  * at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128 (where
  * allowed). Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
