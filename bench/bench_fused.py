@@ -835,7 +835,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--specs", help="semicolon-separated pattern specs (default: the 8 of the suite)")
     ap.add_argument("--seqs", type=int_list, help="comma-separated seq lengths (default 4096,16384,65536)")
     ap.add_argument("--head-dims", type=int_list, help="comma-separated head dims (default 64,128)")
-    ap.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="input dtype (default bf16)")
+    ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16",
+                    help="input dtype (default bf16; fp32 runs splat's row kernel)")
     ap.add_argument("--quick", action="store_true", help="seq 4096 only (head_dim 64 and 128)")
     ap.add_argument("--no-same-nnz", action="store_true",
                     help="do not run the same-nnz window beside each dilated / strided case")
@@ -933,7 +934,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             plot(cases, args.plot)
         return 0
     torch = setup_torch()
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     meta = header(torch)
     refused = {}
     for spec in args.specs:

@@ -69,13 +69,13 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
-/* Columns of the Q, K and V tiles and of O: head_dim in whole 64-column panels (80 .. 120
- * run as 128: the loads zero-fill the columns past head_dim, whose products are zero in S
- * and dropped from O). */
+/* Columns of the Q, K and V tiles and of O: head_dim in whole 64-column panels (40 .. 56
+ * run as 64, 72 .. 120 as 128: the loads zero-fill the columns past head_dim, whose
+ * products are zero in S and dropped from O). */
 #define SPLAT_DP ((SPLAT_HEAD_DIM + 63) / 64 * 64)
 static_assert(SPLAT_HEAD_DIM % 8 == 0 &&
-                  (SPLAT_HEAD_DIM == 64 || SPLAT_DP == 128 || (SPLAT_DP == 256 && SPLAT_WGS == 1)),
-              "the warp-specialised attention kernel takes head_dim 64, 72 .. 128 (a multiple of "
+                  (SPLAT_DP == 64 || SPLAT_DP == 128 || (SPLAT_DP == 256 && SPLAT_WGS == 1)),
+              "the warp-specialised attention kernel takes head_dim 40 .. 128 (a multiple of "
               "8), or 256 with one consumer warpgroup (its O alone is 128 registers a thread)");
 #define SPLAT_JH (SPLAT_HEAD_DIM / 8) /* 8-column blocks of O within head_dim */
 #define SPLAT_CHUNKS (SPLAT_DP / 8)

@@ -207,9 +207,12 @@ static int dcode(splat_dtype d) {
 
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   const int hd = s->head_dim;
-  /* The warp-specialised kernel's head_dims: 64, 72 .. 128 (a multiple of 8, run as 128
-   * columns: kernels/attention_ws.cuh SPLAT_DP) and 256; the wgmma kernel's 64 and 128. */
-  const int ws_dim = hd == 64 || (hd > 64 && hd <= 128 && hd % 8 == 0) || hd == 256;
+  /* The warp-specialised kernel's head_dims: 40 .. 128 (multiples of 8, run as 64 or 128
+   * columns: kernels/attention_ws.cuh SPLAT_DP) and 256; the wgmma kernel's 64 and 128.
+   * Head_dim 32 stays on the mma.sync kernel: as 64 columns the warp-specialised kernel ran
+   * windows and blocks 1.10-1.21x faster but longformer and BigBird 0.84-0.96x
+   * (bench/NOTES.md v26). */
+  const int ws_dim = (hd >= 40 && hd <= 128 && hd % 8 == 0) || hd == 256;
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || !ws_dim || s->kt != 64 ||
       kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;
@@ -230,11 +233,11 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
      * splat__kspec_plan drops to 3 where they do not fit): half the per-sub-tile work of
      * the walk, the barriers and the row statistics. */
     const int wgs = warpgroups ? warpgroups : 2;
-    if (s->head_dim == 64 || wgs == 2) {
+    if (s->head_dim <= 64 || wgs == 2) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
       s->stages = s->head_dim <= 64 ? 4 : 3;
-      if (s->head_dim == 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
+      if (s->head_dim <= 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
         s->kt = 128;
         s->stages = 4;
       }
@@ -353,7 +356,7 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
    * Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle and
    * their 64-key tiles half-fill 128-key sub-tiles: one warpgroup runs them ~1.5x faster
    * (bench/NOTES.md, stop 14). */
-  const int full = tile_q >= 128 && (head_dim != 64 || tile_rows > 64);
+  const int full = tile_q >= 128 && (head_dim > 64 || tile_rows > 64);
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);

@@ -125,9 +125,9 @@ const char *splat__kspec_template(splat__kop op);
  * (SPLAT__WGMMA_SYNC or _WS) of `warpgroups` consumer warpgroups of 64 rows (0: the
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
  * it qualifies: head_dim 64 or 128, 64-key sub-tiles; WS at head_dim 128 with one
- * warpgroup takes the SYNC kernel instead; head_dim 72 .. 120 (multiples of 8, as 128
- * columns) only WS with two warpgroups; head_dim 256 only WS, always one warpgroup and 2
- * stages. kt: keys per sub-tile of WS, 0 (default: 128
+ * warpgroup takes the SYNC kernel instead; head_dim 40 .. 56 (as 64 columns: WS as at 64)
+ * and 72 .. 120 (as 128: WS with two warpgroups only), multiples of 8; head_dim 256 only
+ * WS, always one warpgroup and 2 stages. kt: keys per sub-tile of WS, 0 (default: 128
  * at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128 (where
  * allowed). Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
