@@ -3,7 +3,8 @@
  * which also serves where this one does not fit). The row kernel of attention_rows.cuh
  * takes the irregular remainder.
  *
- * SPLAT_ATTN_TILE_NAME (f16/bf16, head_dim 64, or 128 with two consumer warpgroups): a
+ * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 40 .. 64, or 72 .. 128 with two consumer
+ * warpgroups, as 64 or 128 columns: SPLAT_DP; or 256 with one): a
  * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
  * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
  * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
@@ -13,7 +14,7 @@
  *     consumers never decode items or read the plan's tiles) and Q (cp.async) into one of
  *     two buffers (full and empty mbarriers per buffer: it loads item k+1 while the
  *     consumers finish item k); after the last item, a record with no rows ends the walk;
- *     then every sub-tile (SPLAT_KT keys: 64, or 128 at head_dim 64) of the tile's key runs
+ *     then every sub-tile (SPLAT_KT keys: 64, or 128 at 64 columns) of the tile's key runs
  *     into a ring of SPLAT_STAGES K/V stages guarded by "full" and "empty" mbarriers, the
  *     ring running on across items. A sub-tile whose run has a TMA view (P.kmap/vmap, one
  *     per (stride, width) group: src/cuda/tma_views.c) is one tensor-map load per 64 keys

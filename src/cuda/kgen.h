@@ -124,7 +124,7 @@ const char *splat__kspec_template(splat__kop op);
 /* Switches an attention spec with a tile kernel to the sm_90a kernel `kind`
  * (SPLAT__WGMMA_SYNC or _WS) of `warpgroups` consumer warpgroups of 64 rows (0: the
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
- * it qualifies: head_dim 64 or 128, 64-key sub-tiles; WS at head_dim 128 with one
+ * it qualifies (64-key sub-tiles): SYNC at head_dim 64 or 128; WS at head_dim 128 with one
  * warpgroup takes the SYNC kernel instead; head_dim 40 .. 56 (as 64 columns: WS as at 64)
  * and 72 .. 120 (as 128: WS with two warpgroups only), multiples of 8; head_dim 256 only
  * WS, always one warpgroup and 2 stages. kt: keys per sub-tile of WS, 0 (default: 128
