@@ -216,10 +216,10 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || !ws_dim || s->kt != 64 ||
       kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;
-  if (s->head_dim == 256) {
-    /* Head_dim 256: the warp-specialised kernel only, one consumer warpgroup (O is 128
-     * registers a thread), 64-key sub-tiles in 2 stages (64 KB each), one CTA an SM. */
-    if (kind != SPLAT__WGMMA_WS) return 0;
+  if (hd == 256) {
+    /* Head_dim 256 (the warp-specialised kernel, by the test above): one consumer warpgroup
+     * (O is 128 registers a thread), 64-key sub-tiles in 2 stages (64 KB each), one CTA an
+     * SM. */
     s->wgmma = SPLAT__WGMMA_WS;
     s->warps = 4;
     s->stages = 2;
