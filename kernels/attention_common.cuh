@@ -328,10 +328,10 @@ SPLAT_DEV void splat_attn_merge_ml(float2 ml, float &mx, float &lt, float &w, fl
 }
 
 /* O / l (zeros for rows without entries) to the original rows row[0], row[1] of the
- * block's rows r0, r0 + 8 that are below nrows, by 4-byte column pairs when aligned; lse =
- * (m + log2 l) ln 2, or -inf. head_dim columns past SPLAT_HEAD_DIM are dropped. Two-pass
- * plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l in P.rowpart instead
- * (splat_attn_store_rowpart); pass 2 merges them in:
+ * block's rows r0, r0 + 8 that are below nrows, by column pairs when aligned (4-byte
+ * stores, 8-byte for f32); lse = (m + log2 l) ln 2, or -inf. head_dim columns past
+ * SPLAT_HEAD_DIM are dropped. Two-pass plans (SPLAT_ATTN_PASS): pass 1 leaves O, m and l
+ * in P.rowpart instead (splat_attn_store_rowpart); pass 2 merges them in:
  * M = max(m, m1), O = (O 2^(m - M) + O1 2^(m1 - M)) / (l 2^(m - M) + l1 2^(m1 - M)). Pass 2
  * loads a row's pass-1 columns PC pairs at a time before their stores (the stores
  * could alias them for all the compiler knows: loads interleaved with stores would wait a
@@ -364,7 +364,9 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const int64_t oo = splat_off(P.out, b, h, row[hf]);
-      const bool pair = P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+      constexpr int ESZ = SPLAT_DT == SPLAT_F32 ? 4 : 2; /* bytes per element of O */
+      const bool pair =
+          P.out.s3 == 1 && ((((unsigned long long)P.out.data) / ESZ) + oo) % 2 == 0;
       /* Column pairs in groups of PC (registers allowing), a group's pass-1 columns loaded
        * before its stores. */
 #pragma unroll
@@ -383,7 +385,10 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
           const float x0 = (o[c] * w + p1[j].x * w1) * inv,
                       x1 = (o[c + 1] * w + p1[j].y * w1) * inv;
           if (pair && d + 1 < SPLAT_HEAD_DIM) {
-            *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
+            if (SPLAT_DT == SPLAT_F32)
+              *(float2 *)((float *)P.out.data + oo + d) = make_float2(x0, x1);
+            else
+              *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
           } else {
             if (d < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
             if (d + 1 < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);

@@ -246,6 +246,28 @@ SPLAT_DEV void splat_tf32_split(float x, uint32_t &hi, uint32_t &lo) {
   hi = splat_tf32_round(x);
   lo = splat_tf32_round(x - __uint_as_float(hi));
 }
+/* The m16n8k8 A fragment of a row-major f32 tile split into tf32 hi + lo: a points at row g,
+ * column t of the fragment's 16 x 8 block (rows g, g + 8; columns t, t + 4), ld the row
+ * stride in floats. */
+SPLAT_DEV void splat_tf32_split_a(const float *a, int ld, uint32_t ah[4], uint32_t al[4]) {
+  splat_tf32_split(a[0], ah[0], al[0]);
+  splat_tf32_split(a[8 * ld], ah[1], al[1]);
+  splat_tf32_split(a[4], ah[2], al[2]);
+  splat_tf32_split(a[8 * ld + 4], ah[3], al[3]);
+}
+/* One k8 step of a 3xTF32 product on a 16x8x8 tile: acc += ah bh and small += al bh + ah bl,
+ * the B fragment (b0, b1: rows t and t + 4 of column g) split here. The small products keep
+ * an accumulator of their own: the tensor cores' accumulation truncates each step at the
+ * accumulator's ulp, which would drop most of their bits in acc (bench/NOTES.md v21). */
+SPLAT_DEV void splat_mma1688_3xtf32(float acc[4], float small[4], const uint32_t ah[4],
+                                    const uint32_t al[4], float b0, float b1) {
+  uint32_t bh[2], bl[2];
+  splat_tf32_split(b0, bh[0], bl[0]);
+  splat_tf32_split(b1, bh[1], bl[1]);
+  splat_mma1688_tf32(small, al, bh);
+  splat_mma1688_tf32(small, ah, bl);
+  splat_mma1688_tf32(acc, ah, bh);
+}
 
 /* ------------------------------------------------------------ interval tables
  * For one key run (group) and one row: each of the row's segments of that group is a

@@ -630,29 +630,19 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
         for (int i = 0; i < SPLAT_KT / 2; i++) acc[i] = 0.f;
 #if SPLAT_DT == SPLAT_F32
-        /* The two small products in an accumulator of their own (sddmm_wgmma.cuh: the
-         * tensor cores' accumulation truncates each step at the accumulator's ulp). */
+        /* The two small products in an accumulator of their own (splat_mma1688_3xtf32). */
         float small[SPLAT_KT / 2];
 #pragma unroll
         for (int i = 0; i < SPLAT_KT / 2; i++) small[i] = 0.f;
         const int g = lane >> 2, t = lane & 3;
 #pragma unroll 2
         for (int kk = 0; kk < SPLAT_DP / 8; kk++) {
-          const float *qa = sQ + (16 * warp + g) * SPLAT_LDS + kk * 8 + t;
           uint32_t ah[4], al[4];
-          splat_tf32_split(qa[0], ah[0], al[0]);
-          splat_tf32_split(qa[8 * SPLAT_LDS], ah[1], al[1]);
-          splat_tf32_split(qa[4], ah[2], al[2]);
-          splat_tf32_split(qa[8 * SPLAT_LDS + 4], ah[3], al[3]);
+          splat_tf32_split_a(sQ + (16 * warp + g) * SPLAT_LDS + kk * 8 + t, SPLAT_LDS, ah, al);
 #pragma unroll
           for (int j = 0; j < SPLAT_KT / 8; j++) {
             const float *kb = st + (8 * j + g) * SPLAT_LDS + kk * 8 + t;
-            uint32_t bh2[2], bl2[2];
-            splat_tf32_split(kb[0], bh2[0], bl2[0]);
-            splat_tf32_split(kb[4], bh2[1], bl2[1]);
-            splat_mma1688_tf32(&small[4 * j], al, bh2);
-            splat_mma1688_tf32(&small[4 * j], ah, bl2);
-            splat_mma1688_tf32(&acc[4 * j], ah, bh2);
+            splat_mma1688_3xtf32(&acc[4 * j], &small[4 * j], ah, al, kb[0], kb[4]);
           }
         }
 #pragma unroll

@@ -1,19 +1,22 @@
 /* spmm.cuh — R-SpMM: out[i] = sum_n probs[i, n] * V[col_n(i)]; empty rows give zeros.
  *
- * SPLAT_SPMM_TILE_NAME (f16/bf16 V, tensor cores): one CTA of SPLAT_WARPS warps per
- * (query tile, batch*head); warp w owns rows [16w, 16w+16) and a 16 x head_dim fp32
- * accumulator in registers. For each key run and each key sub-tile of SPLAT_KT gathered
- * keys, the V rows are gathered into a double-buffered shared stage with cp.async
- * (keys >= seq_k zero-filled), each warp builds its 16 x KT slice of P in shared memory
- * from the values through the row's interval table for the run's group (0 outside the
- * row's intervals; values rounded to V's dtype), and O += P V runs on mma.sync
- * m16n8k16. O is written once, each tile row to its original (unpermuted) row. Every
- * regular row belongs to exactly one query tile, so rows without runs get zeros here.
+ * SPLAT_SPMM_TILE_NAME (tensor cores: f16/bf16 V on mma.sync m16n8k16, f32 V as 3xTF32 on
+ * m16n8k8): one CTA of SPLAT_WARPS warps per (query tile, batch*head); warp w owns rows
+ * [16w, 16w+16) and a 16 x head_dim fp32 accumulator in registers. For each key run and
+ * each key sub-tile of SPLAT_KT gathered keys, the V rows are gathered into a
+ * double-buffered shared stage with cp.async (keys >= seq_k zero-filled), each warp builds
+ * its 16 x KT slice of P in shared memory from the values through the row's interval table
+ * for the run's group (0 outside the row's intervals; values rounded to V's dtype, f32 kept
+ * as is), and O += P V runs on the tensor cores. f32: P and V are split into tf32 hi + lo
+ * as they are loaded and hi*hi, lo*hi + hi*lo go to two accumulators of the sub-tile
+ * (splat_mma1688_3xtf32), added to O by FADDs at its end. O is written once, each tile row
+ * to its original (unpermuted) row. Every regular row belongs to exactly one query tile,
+ * so rows without runs get zeros here.
  *
  * SPLAT_SPMM_ROWS_NAME (any dtype, any strides): one warp per row, lanes own head_dim
  * columns lane, lane+32, ...; entries are fetched 32 at a time (probability and
- * column) and broadcast by shuffles. Used for the irregular remainder, f32, and
- * layouts the tile kernel does not take.
+ * column) and broadcast by shuffles. Used for the irregular remainder, head_dims the tile
+ * kernel does not take and layouts it does not take.
  *
  * Prelude: SPLAT_DT (V, out), SPLAT_PDT (probs), SPLAT_HEAD_DIM, SPLAT_MAX_SEGS,
  * SPLAT_WARPS, SPLAT_KT, SPLAT_TILE_K, SPLAT_STAGES, SPLAT_ROW_WARPS, kernel names. */
@@ -68,14 +71,37 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 }
 #endif /* !SPLAT_NO_ROWS */
 
-#if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
+#if !defined(SPLAT_NO_TILE)
 
-#define SPLAT_DP ((SPLAT_HEAD_DIM + 15) / 16 * 16) /* head_dim padded to 16 */
-#define SPLAT_LDV (SPLAT_DP + 8)                   /* shared V row stride (halves) */
-#define SPLAT_LDP (SPLAT_KT + 8)                   /* shared P row stride (halves) */
+/* Shared V and P elements: V's dtype (16-bit as raw words). */
+#if SPLAT_DT == SPLAT_F32
+#define SPLAT_KSTEP 8 /* mma k step: m16n8k8 tf32 */
+#define SPLAT_VT float
+#else
+#define SPLAT_KSTEP 16 /* m16n8k16 f16/bf16 */
+#define SPLAT_VT uint16_t
+#endif
+#define SPLAT_EPC (16 / (int)sizeof(SPLAT_VT)) /* elements per 16-byte chunk */
+#define SPLAT_DP ((SPLAT_HEAD_DIM + SPLAT_KSTEP - 1) / SPLAT_KSTEP * SPLAT_KSTEP)
+/* Shared row strides (elements): V rows padded by 16 bytes, P rows by 8 elements, so the
+ * fragment loads are conflict-free. 16-bit: rows an odd number of 16 bytes apart (mod 128),
+ * ldmatrix's 8 rows in distinct banks. f32 (the tile kernel's 3xTF32 loop): B's loads of
+ * rows 2t, 2t + 1 (t < 4) at column g (g < 8) need 2 LDV = 8 (mod 16) words, A's float2
+ * loads of rows g at columns 2t, 2t + 1 (a half-warp at a time) LDP = 8 (mod 16) words
+ * (KT is a multiple of 16). */
+#define SPLAT_LDV (SPLAT_DP + SPLAT_EPC)
+#define SPLAT_LDP (SPLAT_KT + 8)
 #define SPLAT_TQ (16 * SPLAT_WARPS)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
-#define SPLAT_CHUNKS (SPLAT_DP / 8)
+#define SPLAT_CHUNKS (SPLAT_DP / SPLAT_EPC)
+
+#if SPLAT_DT == SPLAT_F32
+/* f32: the column blocks (8 columns) of O whose sub-tile accumulators (hi*hi and the small
+ * products) are live at once: all up to head_dim 64; above, panels of 4 blocks, each a pass
+ * over the P slice that loads and splits its A fragments again (8 blocks spilled at head_dim
+ * 128 within 168 registers). */
+#define SPLAT_PAN (SPLAT_DP / 8 <= 8 ? SPLAT_DP / 8 : 4)
+#else
 #define SPLAT_PCR (SPLAT_KT / 8)        /* 16-byte P chunks per sub-tile row */
 #define SPLAT_PIT (16 * SPLAT_PCR / 32) /* P chunks per lane and sub-tile */
 /* P items loaded before the wait for V (their words stay in registers across it): all of
@@ -83,13 +109,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 #define SPLAT_PPRE (SPLAT_DP > 64 ? SPLAT_PIT / 2 : SPLAT_PIT)
 static_assert(SPLAT_PIT >= 1 && SPLAT_PIT <= 4 && 32 % SPLAT_PCR == 0,
               "the P items of a lane keep their state in 16 bits each of one 64-bit word");
+#endif
 /* 3 CTAs per SM (168 registers): d128 fits 3 in shared memory too; 4 would spill. */
 #define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : 3)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): the V
  * ring, the P tile, STAGES interval tables + counts, row ids. */
-#define SPLAT_SPMM_SMEM                                                 \
-  (SPLAT_STAGES * SPLAT_KT * SPLAT_LDV * 2 + SPLAT_TQ * SPLAT_LDP * 2 + \
+#define SPLAT_SPMM_SMEM                                                                  \
+  ((SPLAT_STAGES * SPLAT_KT * SPLAT_LDV + SPLAT_TQ * SPLAT_LDP) * (int)sizeof(SPLAT_VT) + \
    SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) + SPLAT_TQ * 4)
 
 static_assert(
@@ -98,11 +125,22 @@ static_assert(
 
 /* Gathers V rows of key sub-tile g0 .. g0 + KT of a run into a shared stage. */
 SPLAT_DEV void splat_spmm_load_v(const splat_spmm_params &P, const splat_dev_run &run, int64_t g0,
-                                 int64_t vo, uint16_t *stage) {
+                                 int64_t vo, SPLAT_VT *stage) {
   splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
-      (const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
-      [&](int kk, int ch) { return stage + kk * SPLAT_LDV + ch * 8; });
+      (const SPLAT_VT *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
+      [&](int kk, int ch) { return stage + kk * SPLAT_LDV + ch * SPLAT_EPC; });
 }
+
+/* A value as the P slice holds it: V's dtype. */
+SPLAT_DEV SPLAT_VT splat_spmm_pval(float v) {
+#if SPLAT_DT == SPLAT_F32
+  return v;
+#else
+  return splat_to16<SPLAT_DT>(v);
+#endif
+}
+
+#if SPLAT_DT != SPLAT_F32
 
 /* The sub-tile's P slice where the values are V's 16-bit dtype in contiguous rows with a
  * 4-byte aligned base: a lane item is 8 columns c8 .. c8 + 7 of tile row r. Finds the
@@ -173,11 +211,13 @@ SPLAT_DEV void splat_spmm_p_store(const splat_ival *iv_rows, const int *niv_rows
   }
 }
 
+#endif /* SPLAT_DT != SPLAT_F32 */
+
 extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     SPLAT_SPMM_TILE_NAME(const splat_spmm_params P) {
   extern __shared__ __align__(16) unsigned char splat_smem[];
-  uint16_t *sV = (uint16_t *)splat_smem;
-  uint16_t *sP = sV + SPLAT_STAGES * SPLAT_KT * SPLAT_LDV;
+  SPLAT_VT *sV = (SPLAT_VT *)splat_smem;
+  SPLAT_VT *sP = sV + SPLAT_STAGES * SPLAT_KT * SPLAT_LDV;
   splat_ival *sIv = (splat_ival *)(sP + SPLAT_TQ * SPLAT_LDP);
   int *sNiv = (int *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS);
   int *sRow = sNiv + SPLAT_STAGES * SPLAT_TQ;
@@ -191,25 +231,29 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int64_t BH = P.shape.batch * P.shape.heads;
   const bool warp_active = 16 * warp < nrows;
   const int r0 = 16 * warp + (lane >> 2), r1 = r0 + 8;
+#if SPLAT_DT != SPLAT_F32
   /* P rows by 4-byte words (splat_spmm_p_load): same dtype as V, contiguous, 4-byte
    * aligned base. */
   const bool vec =
       SPLAT_PDT == SPLAT_DT && P.probs.s3 == 1 && (((unsigned long long)P.probs.data) & 3) == 0;
+#endif
   const int nsub_tile = SPLAT_TILE_K / SPLAT_KT;
-  uint16_t *wp = sP + 16 * warp * SPLAT_LDP; /* this warp's 16 x KT slice of P */
+  SPLAT_VT *wp = sP + 16 * warp * SPLAT_LDP; /* this warp's 16 x KT slice of P */
 
   for (int64_t bh = bh0; bh < BH; bh += gridDim.y) {
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     const int64_t hk = h / P.shape.heads_per_kv;
     const int64_t vo = splat_off(P.v, b, hk, 0);
-    float acc[SPLAT_DP / 8][4];
+    float acc[SPLAT_DP / 8][4]; /* O: column block j = columns 8j .. 8j + 7 */
 #pragma unroll
     for (int j = 0; j < SPLAT_DP / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
     __syncthreads(); /* sRow is in; the previous (b, h) is done with the tables */
+#if SPLAT_DT != SPLAT_F32
     /* The values of (b, h), and of row r (of the tile) in them, for the P items. */
     const uint16_t *pbh = (const uint16_t *)P.probs.data + b * P.probs.s0 + h * P.probs.s1;
     auto prow = [&](int r) { return pbh + (int64_t)sRow[r] * P.probs.s2; };
+#endif
     /* One pipeline over the key sub-tiles of all runs (see sddmm.cuh). */
     splat_pipe pipe = {0, 0, 0};
     auto issue = [&]() {
@@ -231,6 +275,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
       const int32_t g0 = run.base + cs * SPLAT_KT;
       const int tb = ci % SPLAT_STAGES;
+#if SPLAT_DT != SPLAT_F32
       /* P loads for this sub-tile (splat_spmm_p_load): the first SPLAT_PPRE items' go out
        * before waiting for V, the others' after it; then the slice is assembled
        * (splat_spmm_p_store). */
@@ -251,9 +296,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
         for (int pi = 0; pi < SPLAT_PPRE; pi++) p_load(pi);
       }
+#endif
       splat_cp_async_wait<SPLAT_STAGES - 1>();
       __syncthreads(); /* stage `it` is in */
       if (warp_active) {
+#if SPLAT_DT != SPLAT_F32
         if (vec) {
 #pragma unroll
           for (int pi = SPLAT_PPRE; pi < SPLAT_PIT; pi++) p_load(pi);
@@ -264,10 +311,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                                16 * warp + rl, c8, g0, prow(16 * warp + rl), pw[pi],
                                (int)(pmeta >> (16 * pi)) & 0xffff, wp + rl * SPLAT_LDP + c8);
           }
-        } else {
-          /* Any dtype or layout: zeros, then every piece element by element. */
-          for (int c = lane; c < 16 * (SPLAT_KT / 8); c += 32) {
-            *(uint4 *)(wp + (c / (SPLAT_KT / 8)) * SPLAT_LDP + (c % (SPLAT_KT / 8)) * 8) =
+        } else
+#endif
+        {
+          /* Any dtype or layout (f32 always): zeros, then every piece element by element. */
+          constexpr int PC = SPLAT_KT / SPLAT_EPC; /* 16-byte chunks of a slice row */
+          for (int c = lane; c < 16 * PC; c += 32) {
+            *(uint4 *)(wp + (c / PC) * SPLAT_LDP + (c % PC) * SPLAT_EPC) =
                 make_uint4(0u, 0u, 0u, 0u);
           }
           __syncwarp();
@@ -284,14 +334,62 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
                 for (int k2 = sub; k2 < len; k2 += 8) {
                   const float pv =
                       splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
-                  wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_to16<SPLAT_DT>(pv);
+                  wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_spmm_pval(pv);
                 }
               }
             }
           }
         }
         __syncwarp();
-        const uint16_t *st = sV + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDV;
+        const SPLAT_VT *st = sV + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDV;
+#if SPLAT_DT == SPLAT_F32
+        /* 3xTF32 on m16n8k8. Fragments (PTX ISA, mma.m16n8k8 .tf32; g = lane / 4, t = lane %
+         * 4; (row, column)): A (16 x 8 of P) a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3
+         * (g + 8, t + 4); B (8 x 8 of V) b0 (t, g), b1 (t + 4, g); C c0, c1 (g, 2t), (g, 2t + 1)
+         * and c2, c3 the same in row g + 8: acc's layout, as with m16n8k16. The product sums
+         * over k, so any order of a k step's 8 keys serves where A and B agree: k index t is
+         * key 2t, t + 4 key 2t + 1. Then a0, a2 (a1, a3) are one float2 of the P slice and b0,
+         * b1 rows 2t and 2t + 1 of the V stage, all conflict-free (SPLAT_LDV, SPLAT_LDP).
+         * A panel of SPLAT_PAN column blocks at a time: hi*hi and the small products
+         * accumulate over the sub-tile's KT / 8 k steps in registers of their own, then go to
+         * O by FADDs (round to nearest). The tensor cores' accumulation truncates every k step
+         * at the accumulator's ulp (bench/NOTES.md v21): kept over a row's whole keys, that
+         * bias grows with the row (in v21's model of it, O's error reached the GPU check's
+         * bound, twice a naive fp32 implementation's, at ~1,000 keys a row, 2x it at 4,097);
+         * flushed per sub-tile it stays at 0.07-0.18x of the bound from 129 to 4,097 keys. */
+        const int g = lane >> 2, t = lane & 3;
+        const float *pa = wp + g * SPLAT_LDP + 2 * t; /* A: row g, keys 2t and 2t + 1 */
+        const float *vb = st + 2 * t * SPLAT_LDV + g; /* B: key 2t, column g */
+#pragma unroll
+        for (int j0 = 0; j0 < SPLAT_DP / 8; j0 += SPLAT_PAN) {
+          float hi[SPLAT_PAN][4], small[SPLAT_PAN][4];
+#pragma unroll
+          for (int j = 0; j < SPLAT_PAN; j++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) hi[j][e] = small[j][e] = 0.f;
+          }
+#pragma unroll 2
+          for (int kk = 0; kk < SPLAT_KT / 8; kk++) {
+            const float2 p0 = *(const float2 *)(pa + 8 * kk);
+            const float2 p1 = *(const float2 *)(pa + 8 * SPLAT_LDP + 8 * kk);
+            uint32_t ah[4], al[4];
+            splat_tf32_split(p0.x, ah[0], al[0]);
+            splat_tf32_split(p1.x, ah[1], al[1]);
+            splat_tf32_split(p0.y, ah[2], al[2]);
+            splat_tf32_split(p1.y, ah[3], al[3]);
+#pragma unroll
+            for (int j = 0; j < SPLAT_PAN && j0 + j < SPLAT_DP / 8; j++) {
+              const float *v = vb + 8 * kk * SPLAT_LDV + 8 * (j0 + j);
+              splat_mma1688_3xtf32(hi[j], small[j], ah, al, v[0], v[SPLAT_LDV]);
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < SPLAT_PAN && j0 + j < SPLAT_DP / 8; j++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[j0 + j][e] += hi[j][e] + small[j][e];
+          }
+        }
+#else
 #pragma unroll
         for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
           uint32_t a[4];
@@ -306,6 +404,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
           }
         }
+#endif
       }
       __syncthreads(); /* stage `it` may be refilled, the P slice rebuilt */
       it++;
@@ -315,21 +414,26 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
     }
     /* O rows of this warp, to their original rows; every row of the tile is written
-     * (rows without runs get zeros). Pairs of columns by 4-byte stores when aligned. */
+     * (rows without runs get zeros). Pairs of columns by one store when aligned. */
     if (warp_active) {
 #pragma unroll
       for (int half = 0; half < 2; half++) {
         const int r = half ? r1 : r0;
         if (r < nrows) {
           const int64_t oo = splat_off(P.out, b, h, sRow[r]);
-          const bool pair =
-              P.out.s3 == 1 && ((((unsigned long long)P.out.data) >> 1) + oo) % 2 == 0;
+          const bool pair = P.out.s3 == 1 &&
+                            (((unsigned long long)P.out.data) / sizeof(SPLAT_VT) + oo) % 2 == 0;
 #pragma unroll
           for (int j = 0; j < SPLAT_DP / 8; j++) {
             const int d = 8 * j + 2 * (lane & 3);
             if (pair && d + 1 < SPLAT_HEAD_DIM) {
+#if SPLAT_DT == SPLAT_F32
+              *(float2 *)((float *)P.out.data + oo + d) =
+                  make_float2(acc[j][2 * half], acc[j][2 * half + 1]);
+#else
               *(uint32_t *)((uint16_t *)P.out.data + oo + d) =
                   splat_pack2<SPLAT_DT>(acc[j][2 * half], acc[j][2 * half + 1]);
+#endif
             } else {
 #pragma unroll
               for (int e = 0; e < 2; e++) {

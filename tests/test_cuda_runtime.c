@@ -377,8 +377,16 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0,
                     0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
-  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  /* f32 attention: the mma.sync tile kernel (3xTF32) up to head_dim 128, never wgmma; above,
+   * the row kernel. */
+  splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && !a->wgmma && a->kt == 16);
+  splat__kspec_plan(sp, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(!a->tile && !a->wgmma);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(a->tile && !a->wgmma && a->kt == 32 && a->stages == 2 && a->warps == 4);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strncmp(tile, "splat_attn_tile_f32", 19), "%s", tile);
   /* The f32 R-SDDMM on sm_90a: 3xTF32 on wgmma (sddmm_wgmma.cuh) at head_dim 64 (64-key
    * sub-tiles) and 128 (32-key), one warpgroup; mma.sync on sm_80, at head_dim 40 (not
    * whole 32-element panels) and where its shared memory is over. */
@@ -403,6 +411,24 @@ static void test_kernel_choice(void) {
     CHECK(h.tile && h.kt == 64 && h.stages == 3);
     splat__kspec_init(&h, SPLAT__KOP_SDDMM, SPLAT_F16, SPLAT_F16, SPLAT_F16, 128, 1, 128, 128);
     CHECK(h.tile && h.kt == 64 && h.stages == 2 && splat__kspec_tile_smem(&h) < 227 * 1024 / 3);
+  }
+  /* The f32 R-SpMM: the mma.sync tile kernel (3xTF32) up to head_dim 128, 64-key sub-tiles
+   * (32 above head_dim 64) in 2 stages; shared memory: the V ring of rows of head_dim + 4
+   * floats, the 64 x (KT + 8) float P slice, 2 tables of 64 rows, row ids. Above head_dim
+   * 128 the row kernel. */
+  {
+    splat__kspec m;
+    splat__kspec_init(&m, SPLAT__KOP_SPMM, SPLAT_F32, SPLAT_F32, SPLAT_F32, 64, 1, 128, 128);
+    CHECK(m.tile && m.kt == 64 && m.stages == 2 &&
+          splat__kspec_tile_smem(&m) == 2 * 64 * 68 * 4 + 64 * 72 * 4 + 2 * 64 * 20 + 256);
+    splat__kspec_init(&m, SPLAT__KOP_SPMM, SPLAT_F32, SPLAT_F32, SPLAT_F32, 40, 1, 128, 128);
+    CHECK(m.tile && m.kt == 64 &&
+          splat__kspec_tile_smem(&m) == 2 * 64 * 44 * 4 + 64 * 72 * 4 + 2 * 64 * 20 + 256);
+    splat__kspec_init(&m, SPLAT__KOP_SPMM, SPLAT_F32, SPLAT_F32, SPLAT_F32, 128, 1, 128, 128);
+    CHECK(m.tile && m.kt == 32 && m.stages == 2 &&
+          splat__kspec_tile_smem(&m) == 2 * 32 * 132 * 4 + 64 * 40 * 4 + 2 * 64 * 20 + 256);
+    splat__kspec_init(&m, SPLAT__KOP_SPMM, SPLAT_F32, SPLAT_F32, SPLAT_F32, 256, 1, 128, 128);
+    CHECK(!m.tile);
   }
   /* 1 KB slack + 2 K stages and the lo tile (64 keys x 256 B) + Q (64 rows of 68 floats,
    * over the 64 x 72 staging floats) + 8 runs + 2 tables of 64 rows + row ids. */
@@ -1071,9 +1097,9 @@ static void test_kernel_programs(void) {
     }
     free(src);
   }
-  /* No tile kernel (f32 attention): one program. */
+  /* No tile kernel (f32 attention at head_dim 256): one program. */
   splat__kspec f32[SPLAT__KOP_COUNT];
-  splat__kspec_plan(f32, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
+  splat__kspec_plan(f32, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
   CHECK(!f32[SPLAT__KOP_ATTENTION].tile &&
         splat__kspec_programs(&f32[SPLAT__KOP_ATTENTION], NULL, prog) == 1);
 }

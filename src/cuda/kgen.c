@@ -78,24 +78,28 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->write_lanes = op == SPLAT__KOP_SDDMM ? 2 : 0;
   s->stages = 2;
   s->tile_k = tile_k;
-  /* Tile kernels: SDDMM for f16/bf16 (mma.sync m16n8k16) and f32 (3xTF32 m16n8k8); SpMM
-   * and fused attention for f16/bf16. A CTA takes 64 rows (4 warps) of a query tile when tile_q
-   * allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and stages:
-   * portable_sub_tiles). */
-  const int tile_op = (op == SPLAT__KOP_SDDMM) ||
-                      ((op == SPLAT__KOP_SPMM || op == SPLAT__KOP_ATTENTION) && dt != SPLAT_F32);
+  /* Tile kernels: SDDMM, SpMM and fused attention for f16/bf16 (mma.sync m16n8k16) and f32
+   * (3xTF32 m16n8k8; SpMM and attention up to head_dim 128: above, O's and the split
+   * operands' registers spill). A CTA takes 64 rows (4 warps) of a query tile when
+   * tile_q allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and
+   * stages: portable_sub_tiles). */
+  const int tile_op = op == SPLAT__KOP_SDDMM ||
+                      (op == SPLAT__KOP_ATTENTION && (dt != SPLAT_F32 || head_dim <= 128)) ||
+                      (op == SPLAT__KOP_SPMM && (dt != SPLAT_F32 || head_dim <= 128));
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
       tile_k % 16 == 0) {
     s->tile = 1;
     s->warps = tile_q % 64 == 0 ? 4 : tile_q / 16;
     portable_sub_tiles(s);
     /* Fused attention: 64-key sub-tiles carrying K and V; 3 stages up to head_dim 64,
-     * 2 above (shared memory: 2 CTAs per SM at head_dim 128). */
+     * 2 above (shared memory: 2 CTAs per SM at head_dim 128). f32: 2 stages; 64 keys up to
+     * head_dim 48, 32 up to 64, 16 above (the registers of O, S and the 3xTF32 operands:
+     * more spills). */
     if (op == SPLAT__KOP_ATTENTION) {
-      int kt = 64;
+      int kt = dt != SPLAT_F32 || head_dim <= 48 ? 64 : head_dim <= 64 ? 32 : 16;
       while (tile_k % kt) kt /= 2;
       s->kt = kt;
-      s->stages = head_dim <= 64 ? 3 : 2;
+      s->stages = head_dim <= 64 && dt != SPLAT_F32 ? 3 : 2;
     }
   }
   if (op == SPLAT__KOP_SOFTMAX) s->head_dim = 0; /* softmax does not depend on it */
@@ -178,6 +182,9 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     return (tq + s->stages * s->kt) * ld * esz + tq * (s->kt + 8) * osz + 8 * 32 + tables;
   }
   const int dp = (s->head_dim + 15) / 16 * 16, ld = dp + 8;
+  /* The f32 attention tile kernel: rows of head_dim padded to 8 floats, plus 4. */
+  if (s->op == SPLAT__KOP_ATTENTION && s->dt == SPLAT_F32 && !s->wgmma)
+    return (tq + 2 * s->stages * s->kt) * ((s->head_dim + 7) / 8 * 8 + 4) * 4 + tables;
   if (s->wgmma == SPLAT__WGMMA_WS) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
      * buffer, two task records (48 bytes each); in pass 2's kernels, its staged pass-1
@@ -198,6 +205,9 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   }
   if (s->wgmma) return 1024 + (tq + 2 * s->stages * s->kt) * s->head_dim * 2 + tables;
   if (s->op == SPLAT__KOP_ATTENTION) return (tq + 2 * s->stages * s->kt) * ld * 2 + tables;
+  /* SpMM: the V ring and the P slice in V's dtype (f32 rows padded to 8 floats, plus 4). */
+  if (s->dt == SPLAT_F32)
+    return s->stages * s->kt * ((s->head_dim + 7) / 8 * 8 + 4) * 4 + tq * (s->kt + 8) * 4 + tables;
   return s->stages * s->kt * ld * 2 + tq * (s->kt + 8) * 2 + tables;
 }
 
@@ -211,9 +221,9 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
    * columns: kernels/attention_ws.cuh SPLAT_DP) and 256; the wgmma kernel's 64 and 128.
    * Head_dim 32 stays on the mma.sync kernel: as 64 columns the warp-specialised kernel ran
    * windows and blocks 1.10-1.21x faster but longformer and BigBird 0.84-0.96x
-   * (bench/NOTES.md v26). */
+   * (bench/NOTES.md v26). f32 stays on the mma.sync kernel (3xTF32). */
   const int ws_dim = (hd >= 40 && hd <= 128 && hd % 8 == 0) || hd == 256;
-  if (s->op != SPLAT__KOP_ATTENTION || !s->tile || !ws_dim || s->kt != 64 ||
+  if (s->op != SPLAT__KOP_ATTENTION || !s->tile || s->dt == SPLAT_F32 || !ws_dim || s->kt != 64 ||
       kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;
   if (hd == 256) {

@@ -14,10 +14,12 @@
  * (pthreads over rows); a warm-up creates one plan per (dtype, head_dim) in parallel so
  * the cold NVRTC compiles overlap, and the summary prints plan-creation times.
  * Usage: splat_gpu_check [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST]
+ *                        [--dtype T]
  * --quick: seven specs (window, dilated, longformer, bigbird, a band, causal, strided|window) at
  * 33, 40x70 and 700, head_dim 64, bf16 (the subset the sanitizers run). --dims: up to four
  * comma-separated head_dims run at every size instead of 64 and 128 everywhere and 40 and 36
- * at 97 (e.g. --dims 256,56 for the sizes the full check leaves out). Prints one row per case and
+ * at 97 (e.g. --dims 256,56 for the sizes the full check leaves out). --dtype: only f32, f16
+ * or bf16 (the full check runs all three; --quick bf16). Prints one row per case and
  * "N passed, N failed"; exit status 1 on any failure, 2 when no CUDA device is usable, 3 on
  * timeout.
  */
@@ -725,7 +727,7 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   int quick = 0, device = 0, timeout = 900;
-  const char *filter = NULL;
+  const char *filter = NULL, *dtype = NULL;
   int dims_full[4] = {64, 128, 40, 36}, ndims_full = 4, dims_given = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
@@ -734,6 +736,8 @@ int main(int argc, char **argv) {
       device = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
       filter = argv[++i];
+    else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
+      dtype = argv[++i];
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
       timeout = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
@@ -753,8 +757,19 @@ int main(int argc, char **argv) {
       }
     } else {
       fprintf(stderr,
-              "usage: %s [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST]\n",
+              "usage: %s [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST] "
+              "[--dtype f32|f16|bf16]\n",
               argv[0]);
+      return 2;
+    }
+  }
+  int dt_only = -1; /* --dtype: its index in dts below */
+  if (dtype) {
+    static const char *names[] = {"bf16", "f16", "f32"};
+    dt_only = 0;
+    while (dt_only < 3 && strcmp(dtype, names[dt_only])) dt_only++;
+    if (dt_only == 3) {
+      fprintf(stderr, "--dtype %s: want f32, f16 or bf16\n", dtype);
       return 2;
     }
   }
@@ -775,14 +790,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {1000, 97}, {4097, 4097}};
-  static const splat_dtype dts[] = {SPLAT_BF16, SPLAT_F16, SPLAT_F32};
+  splat_dtype dts[] = {SPLAT_BF16, SPLAT_F16, SPLAT_F32};
   /* strided(8)|window(8): two passes at 700 (tile_plan.h splat__tile_plan_passes). */
   static const char *quick_specs[] = {"window(3)",           "dilated(3,2)",     "longformer(3,2)",
                                       "bigbird(4,1,1,2,42)", "window(100,-100)", "causal",
                                       "strided(8)|window(8)"};
   const shape base = {1, 2, 1, 0}; /* GQA: 2 query heads share 1 KV head */
   const shape wide = {2, 4, 2, 1}; /* batch 2, GQA 4:2, [B,S,H,D] storage */
-  const int ndims = quick && !dims_given ? 1 : ndims_full, ndts = quick ? 1 : 3;
+  const int ndims = quick && !dims_given ? 1 : ndims_full;
+  int ndts = quick ? 1 : 3;
+  if (dt_only >= 0) {
+    dts[0] = dts[dt_only];
+    ndts = 1;
+  }
 
   /* Warm-up: every (dtype, head_dim) plan at once (cold compiles overlap). */
   warm w[12];
