@@ -48,7 +48,7 @@ typedef float splat_elt;                   /* Q, K, V in shared memory */
  * g or 2t, column t or g) meet 32 banks. */
 #define SPLAT_LD (SPLAT_DP + 4)
 #define SPLAT_QREG 0
-#define SPLAT_MIN_CTAS 2
+#define SPLAT_MIN_CTAS (SPLAT_DP <= 48 ? 3 : 2) /* kgen.c: 3 stages there */
 #else
 typedef uint16_t splat_elt;
 #define SPLAT_KSTEP 16                             /* m16n8k16 f16/bf16 */
@@ -58,7 +58,7 @@ typedef uint16_t splat_elt;
  * row; above, they are read from shared memory per k step so O's accumulator (head_dim / 2
  * registers) and the mask's interval walk fit. */
 #define SPLAT_QREG (SPLAT_DP <= 64 && SPLAT_MAX_SEGS <= 4)
-#define SPLAT_MIN_CTAS (SPLAT_DP <= 64 ? 3 : 2)
+#define SPLAT_MIN_CTAS (SPLAT_DP <= 48 ? 3 : 2) /* kgen.c: 3 stages there */
 #endif
 #define SPLAT_EPC (16 / (int)sizeof(splat_elt)) /* elements per 16-byte chunk */
 #define SPLAT_TQ (16 * SPLAT_WARPS)

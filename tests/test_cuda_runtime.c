@@ -385,6 +385,9 @@ static void test_kernel_choice(void) {
   CHECK(!a->tile && !a->wgmma);
   splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(a->tile && !a->wgmma && a->kt == 32 && a->stages == 2 && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_F32, 48, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && !a->wgmma && a->kt == 32 && a->stages == 3);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strncmp(tile, "splat_attn_tile_f32", 19), "%s", tile);
   /* The f32 R-SDDMM on sm_90a: 3xTF32 on wgmma (sddmm_wgmma.cuh) at head_dim 64 (64-key

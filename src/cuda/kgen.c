@@ -92,14 +92,15 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
     s->warps = tile_q % 64 == 0 ? 4 : tile_q / 16;
     portable_sub_tiles(s);
     /* Fused attention: 64-key sub-tiles carrying K and V; 3 stages up to head_dim 64,
-     * 2 above (shared memory: 2 CTAs per SM at head_dim 128). f32: 2 stages; 64 keys up to
-     * head_dim 48, 32 up to 64, 16 above (the registers of O, S and the 3xTF32 operands:
-     * more spills). */
+     * 2 above (shared memory: 2 CTAs per SM at head_dim 128). f32 (the registers of O, S and
+     * the 3xTF32 operands): 32 keys up to head_dim 64, 16 above (more spill); 3 stages up to
+     * head_dim 48, whose kernel fits 3 CTAs an SM (1.05x; 3 CTAs at head_dim 64 need 16-key
+     * sub-tiles: 0.89x, bench/NOTES.md v29), else 2. */
     if (op == SPLAT__KOP_ATTENTION) {
-      int kt = dt != SPLAT_F32 || head_dim <= 48 ? 64 : head_dim <= 64 ? 32 : 16;
+      int kt = dt != SPLAT_F32 ? 64 : head_dim <= 64 ? 32 : 16;
       while (tile_k % kt) kt /= 2;
       s->kt = kt;
-      s->stages = head_dim <= 64 && dt != SPLAT_F32 ? 3 : 2;
+      s->stages = dt != SPLAT_F32 ? (head_dim <= 64 ? 3 : 2) : head_dim <= 48 ? 3 : 2;
     }
   }
   if (op == SPLAT__KOP_SOFTMAX) s->head_dim = 0; /* softmax does not depend on it */
