@@ -836,7 +836,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--seqs", type=int_list, help="comma-separated seq lengths (default 4096,16384,65536)")
     ap.add_argument("--head-dims", type=int_list, help="comma-separated head dims (default 64,128)")
     ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16",
-                    help="input dtype (default bf16; fp32 runs splat's row kernel)")
+                    help="input dtype (default bf16; fp32 runs splat's 3xTF32 mma.sync kernel)")
     ap.add_argument("--quick", action="store_true", help="seq 4096 only (head_dim 64 and 128)")
     ap.add_argument("--no-same-nnz", action="store_true",
                     help="do not run the same-nnz window beside each dilated / strided case")

@@ -397,7 +397,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       if (P.lse.data && t == 0) {
         ((float *)P.lse.data)[splat_off(P.lse, b, h, row[hf])] =
-            lt > 0.f ? (mx + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+            lt != 0.f ? (mx + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF; /* NaN stays NaN */
       }
     }
   }

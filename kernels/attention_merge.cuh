@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(128)
     }
     if (P.lse.data && lane == 0) {
       ((float *)P.lse.data)[splat_off(P.lse, b, h, i)] =
-          sum > 0.f ? (mx + log2f(sum)) * SPLAT_LN2 : SPLAT_NEG_INF;
+          sum != 0.f ? (mx + log2f(sum)) * SPLAT_LN2 : SPLAT_NEG_INF; /* NaN stays NaN */
     }
   }
 }

@@ -48,7 +48,11 @@ typedef float splat_elt;                   /* Q, K, V in shared memory */
  * g or 2t, column t or g) meet 32 banks. */
 #define SPLAT_LD (SPLAT_DP + 4)
 #define SPLAT_QREG 0
-#define SPLAT_MIN_CTAS (SPLAT_DP <= 48 ? 3 : 2) /* kgen.c: 3 stages there */
+/* CTAs an SM the registers are bounded for: 3 up to head_dim 48 (kgen.c gives it 3 stages
+ * there; its split tiles' epilogue spills within 168 registers), 2 above; 1 with more than 4
+ * warps (tile_q 80-112). */
+#define SPLAT_MIN_CTAS \
+  (SPLAT_WARPS > 4 ? 1 : SPLAT_DP <= 48 && SPLAT_ATTN_EPI != SPLAT_EPI_SPLIT ? 3 : 2)
 #else
 typedef uint16_t splat_elt;
 #define SPLAT_KSTEP 16                             /* m16n8k16 f16/bf16 */
@@ -58,7 +62,7 @@ typedef uint16_t splat_elt;
  * row; above, they are read from shared memory per k step so O's accumulator (head_dim / 2
  * registers) and the mask's interval walk fit. */
 #define SPLAT_QREG (SPLAT_DP <= 64 && SPLAT_MAX_SEGS <= 4)
-#define SPLAT_MIN_CTAS (SPLAT_DP <= 48 ? 3 : 2) /* kgen.c: 3 stages there */
+#define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DP <= 64 ? 3 : 2) /* 1: tile_q 80-112 */
 #endif
 #define SPLAT_EPC (16 / (int)sizeof(splat_elt)) /* elements per 16-byte chunk */
 #define SPLAT_TQ (16 * SPLAT_WARPS)

@@ -256,7 +256,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
         splat_attn_store_rowpart_tail(part_bh + sRow[r] * part_bytes, mx, lt, sc.y);
     } else if (P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
-          lt > 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF;
+          lt != 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF; /* NaN stays NaN */
     }
   }
   __syncwarp();

@@ -110,8 +110,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
 static_assert(SPLAT_PIT >= 1 && SPLAT_PIT <= 4 && 32 % SPLAT_PCR == 0,
               "the P items of a lane keep their state in 16 bits each of one 64-bit word");
 #endif
-/* 3 CTAs per SM (168 registers): d128 fits 3 in shared memory too; 4 would spill. */
-#define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : 3)
+/* 3 CTAs per SM (168 registers): d128 fits 3 in shared memory too; 4 would spill. f32 above
+ * head_dim 64: 2 (its column panels spilled within 168 registers at head_dims 104-120, and
+ * with 16-key sub-tiles at 72-128). */
+#define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DT == SPLAT_F32 && SPLAT_DP > 64 ? 2 : 3)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): the V
  * ring, the P tile, STAGES interval tables + counts, row ids. */

@@ -226,6 +226,20 @@ int main(void) {
     }
   }
 
+  /* The f32 tile kernels (3xTF32 mma.sync) at the head_dims whose shapes differ from 40, 64
+   * and 128's: attention at 48 (3 stages, 3 CTAs an SM; every epilogue) and 104 / 120, SpMM
+   * at 104 / 120 (column panels of 4 blocks and a partial one). */
+  const int f32_dims[3] = {48, 104, 120};
+  for (int d = 0; d < 3; d++) {
+    for (int o = 0; o < 2; o++) {
+      splat__kspec s;
+      splat__kspec_init(&s, o ? SPLAT__KOP_SPMM : SPLAT__KOP_ATTENTION, SPLAT_F32, SPLAT_F32,
+                        SPLAT_F32, f32_dims[d], SPLAT_MAX_SEGMENTS, 128, 128);
+      CHECK(s.tile);
+      if (!o || d > 0) add(&s);
+    }
+  }
+
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int nthreads = ncpu > 4 ? 4 : ncpu < 1 ? 1 : (int)ncpu;
   pthread_t th[4];

@@ -575,11 +575,12 @@ static splat_dev_shape dev_shape(const splat_plan *plan, int64_t row_begin, int6
   return s;
 }
 
-/* 1 when the tile kernels' cp.async gather can read a [B,H,S,D] 16-bit tensor: last dim
- * contiguous, base and the other strides 16-byte aligned. */
+/* 1 when the tile kernels' cp.async gather can read a [B,H,S,D] tensor: last dim
+ * contiguous, base and the other strides 16-byte aligned (8 elements of 16 bits, 4 floats). */
 static int tile_layout_ok(const splat_tensor *t) {
-  return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 && t->strides[0] % 8 == 0 &&
-         t->strides[1] % 8 == 0 && t->strides[2] % 8 == 0;
+  const int64_t e = t->dtype == SPLAT_F32 ? 4 : 8; /* elements in 16 bytes */
+  return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 && t->strides[0] % e == 0 &&
+         t->strides[1] % e == 0 && t->strides[2] % e == 0;
 }
 
 /* 1 when every row of a [B,H,S,D] 16-bit output can take 16-byte stores: last dim

@@ -95,7 +95,7 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
      * 2 above (shared memory: 2 CTAs per SM at head_dim 128). f32 (the registers of O, S and
      * the 3xTF32 operands): 32 keys up to head_dim 64, 16 above (more spill); 3 stages up to
      * head_dim 48, whose kernel fits 3 CTAs an SM (1.05x; 3 CTAs at head_dim 64 need 16-key
-     * sub-tiles: 0.89x, bench/NOTES.md v29), else 2. */
+     * sub-tiles: 0.91x, bench/NOTES.md v29), else 2. */
     if (op == SPLAT__KOP_ATTENTION) {
       int kt = dt != SPLAT_F32 ? 64 : head_dim <= 64 ? 32 : 16;
       while (tile_k % kt) kt /= 2;

@@ -27,7 +27,7 @@ typedef struct splat__kspec {
   splat_dtype pdt; /* softmax only: probs out */
   int head_dim;
   int max_segs;    /* K of the plan: interval-table rows */
-  int tile;        /* 1: also the tensor-core tile kernel (sddmm; spmm, attention f16/bf16) */
+  int tile;        /* 1: also the tensor-core tile kernel (see splat__kspec_init) */
   int warps;       /* tile kernel: warps per CTA = tile_q / 16 */
   int tile_k;      /* the plan's key tile */
   int kt;          /* key sub-tile the tile kernel iterates (divides tile_k) */
@@ -72,8 +72,8 @@ enum { SPLAT__WGMMA_NONE = 0, SPLAT__WGMMA_SYNC = 1, SPLAT__WGMMA_WS = 2 };
  * entry, or from shifted staging rows by the warp's row stores. */
 enum { SPLAT__WRITE_LANES = 0, SPLAT__WRITE_ROWS = 1 };
 
-/* Fills a spec for an op of a plan: tile kernel chosen when dtype is f16/bf16,
- * head_dim % 8 == 0, tile_q a multiple of 16 up to 128 and tile_k a multiple of 16. */
+/* Fills a spec for an op of a plan: tile kernel chosen when head_dim % 8 == 0 (f32 SpMM and
+ * attention: up to 128), tile_q a multiple of 16 up to 128 and tile_k a multiple of 16. */
 void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dtype vdt,
                        splat_dtype pdt, int head_dim, int max_segs, int tile_q, int tile_k);
 
