@@ -364,9 +364,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
       }
       const float inv = lt > 0.f ? 1.f / lt : 0.f;
       const int64_t oo = splat_off(P.out, b, h, row[hf]);
-      constexpr int ESZ = SPLAT_DT == SPLAT_F32 ? 4 : 2; /* bytes per element of O */
-      const bool pair =
-          P.out.s3 == 1 && ((((unsigned long long)P.out.data) / ESZ) + oo) % 2 == 0;
+      const bool pair = P.out.s3 == 1 && splat_pair_aligned<SPLAT_DT>(P.out.data, oo);
       /* Column pairs in groups of PC (registers allowing), a group's pass-1 columns loaded
        * before its stores. */
 #pragma unroll
@@ -385,10 +383,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
           const float x0 = (o[c] * w + p1[j].x * w1) * inv,
                       x1 = (o[c + 1] * w + p1[j].y * w1) * inv;
           if (pair && d + 1 < SPLAT_HEAD_DIM) {
-            if (SPLAT_DT == SPLAT_F32)
-              *(float2 *)((float *)P.out.data + oo + d) = make_float2(x0, x1);
-            else
-              *(uint32_t *)((uint16_t *)P.out.data + oo + d) = splat_pack2<SPLAT_DT>(x0, x1);
+            splat_st_pair<SPLAT_DT>(P.out.data, oo + d, x0, x1);
           } else {
             if (d < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + d * P.out.s3, x0);
             if (d + 1 < SPLAT_HEAD_DIM) splat_st<SPLAT_DT>(P.out.data, oo + (d + 1) * P.out.s3, x1);

@@ -106,8 +106,8 @@ SPLAT_DEV void splat_attn_tile_s(float (&s)[4 * SPLAT_NJ], const float *sQ, cons
  * entries s[4j + 2hf + e] of this thread, and V's rows read in that order. */
 SPLAT_DEV void splat_attn_tile_pv(float (&o)[SPLAT_DP / 2], const float (&s)[4 * SPLAT_NJ],
                                   const float *sv, int g, int t) {
-  /* Two 8-column blocks at a time: independent accumulator chains. P is split per block
-   * pair (not once for all: its hi / lo registers would not fit beside O's at head_dim 128). */
+  /* Two 8-column blocks at a time: independent accumulator chains. P's split is written in
+   * the loop; the compiler keeps or recomputes it as registers allow. */
 #pragma unroll
   for (int n = 0; n < SPLAT_DP / 8; n += 2) {
     float c[2][4], cs[2][4];

@@ -87,6 +87,20 @@ template <int DT>
 SPLAT_DEV uint16_t splat_to16(float v) {
   return DT == SPLAT_F16 ? splat_f32_to_f16(v) : splat_f32_to_bf16(v);
 }
+/* Whether elements off and off + 1 of dtype DT at p can take one store (splat_st_pair). */
+template <int DT>
+SPLAT_DEV bool splat_pair_aligned(const void *p, int64_t off) {
+  return (((unsigned long long)p) / (DT == SPLAT_F32 ? 4 : 2) + off) % 2 == 0;
+}
+/* x0, x1 rounded to dtype DT at elements off, off + 1 of p by one 4-byte (16-bit) or 8-byte
+ * (f32) store; splat_pair_aligned holds. */
+template <int DT>
+SPLAT_DEV void splat_st_pair(void *p, int64_t off, float x0, float x1) {
+  if (DT == SPLAT_F32)
+    *(float2 *)((float *)p + off) = make_float2(x0, x1);
+  else
+    *(uint32_t *)((uint16_t *)p + off) = splat_pack2<DT>(x0, x1);
+}
 
 /* ------------------------------------------------------------ addressing */
 

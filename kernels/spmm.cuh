@@ -423,19 +423,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         const int r = half ? r1 : r0;
         if (r < nrows) {
           const int64_t oo = splat_off(P.out, b, h, sRow[r]);
-          const bool pair = P.out.s3 == 1 &&
-                            (((unsigned long long)P.out.data) / sizeof(SPLAT_VT) + oo) % 2 == 0;
+          const bool pair = P.out.s3 == 1 && splat_pair_aligned<SPLAT_DT>(P.out.data, oo);
 #pragma unroll
           for (int j = 0; j < SPLAT_DP / 8; j++) {
             const int d = 8 * j + 2 * (lane & 3);
             if (pair && d + 1 < SPLAT_HEAD_DIM) {
-#if SPLAT_DT == SPLAT_F32
-              *(float2 *)((float *)P.out.data + oo + d) =
-                  make_float2(acc[j][2 * half], acc[j][2 * half + 1]);
-#else
-              *(uint32_t *)((uint16_t *)P.out.data + oo + d) =
-                  splat_pack2<SPLAT_DT>(acc[j][2 * half], acc[j][2 * half + 1]);
-#endif
+              splat_st_pair<SPLAT_DT>(P.out.data, oo + d, acc[j][2 * half], acc[j][2 * half + 1]);
             } else {
 #pragma unroll
               for (int e = 0; e < 2; e++) {
