@@ -337,11 +337,12 @@ SPLAT_DEV void splat_attn_merge_ml(float2 ml, float &mx, float &lt, float &w, fl
  * could alias them for all the compiler knows: loads interleaved with stores would wait a
  * memory round trip per column pair). The epilogue of the kernels without warp
  * specialisation (attention_wgmma.cuh, attention_tile.cuh), and the warp-specialised
- * kernel's pass 1 in f32 rows. */
+ * kernel's pass 1 in f32 rows. col0: O's first column (a column panel of the f32 tile
+ * kernel, one pass only); the log-sum-exp comes with column 0's. */
 template <int NO>
 SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o)[NO],
                                 const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
-                                const int (&row)[2], int r0, int nrows, int t) {
+                                const int (&row)[2], int r0, int nrows, int t, int col0 = 0) {
   constexpr int PC = 4;
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
@@ -372,14 +373,14 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
         float2 p1[PC];
 #pragma unroll
         for (int j = 0; j < PC; j++) {
-          const int d = 8 * (j0 + j) + 2 * t;
+          const int d = col0 + 8 * (j0 + j) + 2 * t;
           p1[j] = prior && j0 + j < NO / 4 && d < SPLAT_HEAD_DIM
                       ? splat_attn_prior2<false>(prior, d)
                       : make_float2(0.f, 0.f);
         }
 #pragma unroll
         for (int j = 0; j < PC && j0 + j < NO / 4; j++) {
-          const int d = 8 * (j0 + j) + 2 * t, c = 4 * (j0 + j) + 2 * hf;
+          const int d = col0 + 8 * (j0 + j) + 2 * t, c = 4 * (j0 + j) + 2 * hf;
           const float x0 = (o[c] * w + p1[j].x * w1) * inv,
                       x1 = (o[c + 1] * w + p1[j].y * w1) * inv;
           if (pair && d + 1 < SPLAT_HEAD_DIM) {
@@ -390,7 +391,7 @@ SPLAT_DEV void splat_attn_store(const splat_attention_params &P, const float (&o
           }
         }
       }
-      if (P.lse.data && t == 0) {
+      if (P.lse.data && t == 0 && col0 == 0) {
         ((float *)P.lse.data)[splat_off(P.lse, b, h, row[hf])] =
             lt != 0.f ? (mx + log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF; /* NaN stays NaN */
       }

@@ -1,7 +1,7 @@
 /* attention_rows.cuh — the row kernel of the fused attention forward: O = softmax(scale
  * Q K^T) V under the mask, with the natural log-sum-exp, one row at a time. It serves the
  * irregular remainder, and head_dims and layouts the tile kernel (attention_tile.cuh) does
- * not take (f32 above head_dim 128 among them).
+ * not take (f32 above head_dim 128 in two-pass or split plans among them).
  *
  * SPLAT_ATTN_ROWS_NAME: one warp per (row, batch*head), any dtype, any strides. The Q
  * row lives in shared memory as fp32 pre-multiplied by scale * log2(e). The row's

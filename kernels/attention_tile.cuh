@@ -24,6 +24,8 @@
  * 2t + 1, which this thread holds; V's rows are read in the same order), one 8-column block
  * of O at a time into fresh accumulators added to O once per sub-tile (the tensor cores
  * truncate their accumulation: over a whole row that would bias O).
+ * Above head_dim 128 (f32), O is computed in two column panels, each a walk over the keys
+ * of its own that recomputes S (SPLAT_OPANELS).
  *
  * A chunk of a split tile (P.pat.slots[tile] >= 0) leaves partial results for the merge
  * kernel (attention_merge.cuh) instead of O; the passes of a two-pass plan leave or merge
@@ -53,6 +55,10 @@ typedef float splat_elt;                   /* Q, K, V in shared memory */
  * warps (tile_q 80-112). */
 #define SPLAT_MIN_CTAS \
   (SPLAT_WARPS > 4 ? 1 : SPLAT_DP <= 48 && SPLAT_ATTN_EPI != SPLAT_EPI_SPLIT ? 3 : 2)
+/* Above head_dim 128, O in two column panels, each a walk over the keys of its own that
+ * recomputes S: all of O would be up to 128 registers a thread at head_dim 256, which
+ * spill beside S and the 3xTF32 operands. One pass without split tiles only (kgen.c). */
+#define SPLAT_OPANELS (SPLAT_DP > 128 ? 2 : 1)
 #else
 typedef uint16_t splat_elt;
 #define SPLAT_KSTEP 16                             /* m16n8k16 f16/bf16 */
@@ -63,7 +69,13 @@ typedef uint16_t splat_elt;
  * registers) and the mask's interval walk fit. */
 #define SPLAT_QREG (SPLAT_DP <= 64 && SPLAT_MAX_SEGS <= 4)
 #define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DP <= 64 ? 3 : 2) /* 1: tile_q 80-112 */
+#define SPLAT_OPANELS 1
 #endif
+/* Columns of O a walk over the keys computes: whole 8-column blocks, the first panel the
+ * larger. */
+#define SPLAT_OW ((SPLAT_DP / 8 + SPLAT_OPANELS - 1) / SPLAT_OPANELS * 8)
+static_assert(SPLAT_OPANELS == 1 || SPLAT_ATTN_EPI == SPLAT_EPI_PLAIN,
+              "O's column panels are for plans of one pass without split tiles");
 #define SPLAT_EPC (16 / (int)sizeof(splat_elt)) /* elements per 16-byte chunk */
 #define SPLAT_TQ (16 * SPLAT_WARPS)
 #define SPLAT_THREADS (32 * SPLAT_WARPS)
@@ -102,14 +114,17 @@ SPLAT_DEV void splat_attn_tile_s(float (&s)[4 * SPLAT_NJ], const float *sQ, cons
 }
 
 /* O += P V in 3xTF32 for a warp's 16 rows: P (s, the accumulator layout) and the sub-tile's
- * V rows (stage sv). A's k = t, t + 4 of 8-key block j are keys 8j + 2t, 8j + 2t + 1: P's
- * entries s[4j + 2hf + e] of this thread, and V's rows read in that order. */
-SPLAT_DEV void splat_attn_tile_pv(float (&o)[SPLAT_DP / 2], const float (&s)[4 * SPLAT_NJ],
-                                  const float *sv, int g, int t) {
+ * V rows (stage sv), O's columns c0 .. c0 + SPLAT_OW - 1 (those below SPLAT_DP). A's k = t,
+ * t + 4 of 8-key block j are keys 8j + 2t, 8j + 2t + 1: P's entries s[4j + 2hf + e] of this
+ * thread, and V's rows read in that order. */
+SPLAT_DEV void splat_attn_tile_pv(float (&o)[SPLAT_OW / 2], const float (&s)[4 * SPLAT_NJ],
+                                  const float *sv, int g, int t, int c0) {
+  const int nb = SPLAT_OPANELS == 1 ? SPLAT_DP / 8 : (SPLAT_DP - c0) / 8; /* blocks left */
+  sv += c0;
   /* Two 8-column blocks at a time: independent accumulator chains. P's split is written in
    * the loop; the compiler keeps or recomputes it as registers allow. */
 #pragma unroll
-  for (int n = 0; n < SPLAT_DP / 8; n += 2) {
+  for (int n = 0; n < SPLAT_OW / 8; n += 2) {
     float c[2][4], cs[2][4];
 #pragma unroll
     for (int u = 0; u < 2; u++) c[u][0] = c[u][1] = c[u][2] = c[u][3] = cs[u][0] = cs[u][1] =
@@ -124,7 +139,7 @@ SPLAT_DEV void splat_attn_tile_pv(float (&o)[SPLAT_DP / 2], const float (&s)[4 *
       const float *vb = sv + (8 * j + 2 * t) * SPLAT_LD + g;
 #pragma unroll
       for (int u = 0; u < 2; u++) {
-        if (n + u < SPLAT_DP / 8)
+        if (n + u < SPLAT_OW / 8 && n + u < nb)
           splat_mma1688_3xtf32(c[u], cs[u], ph, pl, vb[8 * (n + u)], vb[SPLAT_LD + 8 * (n + u)]);
       }
     }
@@ -132,7 +147,7 @@ SPLAT_DEV void splat_attn_tile_pv(float (&o)[SPLAT_DP / 2], const float (&s)[4 *
     for (int u = 0; u < 2; u++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        if (n + u < SPLAT_DP / 8) o[4 * (n + u) + e] += c[u][e] + cs[u][e];
+        if (n + u < SPLAT_OW / 8) o[4 * (n + u) + e] += c[u][e] + cs[u][e];
       }
     }
   }
@@ -171,126 +186,131 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         [&](int r, int ch) { return sQ + r * SPLAT_LD + ch * SPLAT_EPC; });
     splat_cp_async_commit();
 
-    splat_pipe pipe = {0, 0, 0};
-    auto issue = [&]() {
-      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, P.pat.runs + tile.run_begin, nrows, nsub, sRow, sIv, sNiv,
-          [&](const splat_dev_run &run, int64_t g0, int s) {
-            splat_elt *sk = sKV + s * 2 * SPLAT_KT * SPLAT_LD, *sv = sk + SPLAT_KT * SPLAT_LD;
-            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
-                (const splat_elt *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
-                [&](int kk, int ch) { return sk + kk * SPLAT_LD + ch * SPLAT_EPC; });
-            splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
-                (const splat_elt *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
-                [&](int kk, int ch) { return sv + kk * SPLAT_LD + ch * SPLAT_EPC; });
-          });
-    };
-    /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
-     * tables and the gather; copies of them cost compile time, not speed). */
+    /* Each panel of O's columns (one but above head_dim 128): a walk over the keys. */
 #pragma unroll 1
-    for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
+    for (int panel = 0; panel < SPLAT_OPANELS; panel++) {
+      const int c0 = panel * SPLAT_OW; /* O's first column */
+      splat_pipe pipe = {0, 0, 0};
+      auto issue = [&]() {
+        splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+            pipe, P.pat, tile, P.pat.runs + tile.run_begin, nrows, nsub, sRow, sIv, sNiv,
+            [&](const splat_dev_run &run, int64_t g0, int s) {
+              splat_elt *sk = sKV + s * 2 * SPLAT_KT * SPLAT_LD, *sv = sk + SPLAT_KT * SPLAT_LD;
+              splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+                  (const splat_elt *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0,
+                  [&](int kk, int ch) { return sk + kk * SPLAT_LD + ch * SPLAT_EPC; });
+              splat_gather_keys<SPLAT_CHUNKS, SPLAT_KT, SPLAT_THREADS>(
+                  (const splat_elt *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0,
+                  [&](int kk, int ch) { return sv + kk * SPLAT_LD + ch * SPLAT_EPC; });
+            });
+      };
+      /* The pipeline's first stages: a loop, not unrolled (each issue() inlines the interval
+       * tables and the gather; copies of them cost compile time, not speed). */
+#pragma unroll 1
+      for (int s = 0; s < SPLAT_STAGES - 1; s++) issue();
 
-    float o[SPLAT_DP / 2];
+      float o[SPLAT_OW / 2];
 #pragma unroll
-    for (int i = 0; i < SPLAT_DP / 2; i++) o[i] = 0.f;
-    float m[2] = {SPLAT_NEG_INF, SPLAT_NEG_INF}, l[2] = {0.f, 0.f}; /* rows g, g + 8 */
+      for (int i = 0; i < SPLAT_OW / 2; i++) o[i] = 0.f;
+      float m[2] = {SPLAT_NEG_INF, SPLAT_NEG_INF}, l[2] = {0.f, 0.f}; /* rows g, g + 8 */
 #if SPLAT_QREG
-    uint32_t qf[SPLAT_DP / 16][4];
+      uint32_t qf[SPLAT_DP / 16][4];
 #endif
 
-    int ci = 0, cs = 0, it = 0;
-    while (ci < tile.nruns) {
-      issue();
-      splat_cp_async_wait<SPLAT_STAGES - 1>();
-      __syncthreads(); /* sub-tile `it`, its run's tables and (first time) Q are in */
-      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
-      const int32_t g0 = run.base + cs * SPLAT_KT;
-      const int tb = ci % SPLAT_STAGES;
+      int ci = 0, cs = 0, it = 0;
+      while (ci < tile.nruns) {
+        issue();
+        splat_cp_async_wait<SPLAT_STAGES - 1>();
+        __syncthreads(); /* sub-tile `it`, its run's tables and (first time) Q are in */
+        const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+        const int32_t g0 = run.base + cs * SPLAT_KT;
+        const int tb = ci % SPLAT_STAGES;
 #if SPLAT_QREG
-      if (it == 0 && warp_active) {
+        if (it == 0 && warp_active) {
 #pragma unroll
-        for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-          splat_ldmatrix_x4(qf[kk],
-                            sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
-        }
-      }
-#endif
-      /* Does any row of this warp have an entry in this sub-tile? (Uniform operands.) */
-      if (warp_active && (!run.predicate || splat_warp_touches<SPLAT_TQ, SPLAT_KT>(
-                                                sIv, sNiv, tb, nrows, warp, lane, g0))) {
-        const splat_elt *sk = sKV + (it % SPLAT_STAGES) * 2 * SPLAT_KT * SPLAT_LD;
-        const splat_elt *sv = sk + SPLAT_KT * SPLAT_LD;
-        float s[4 * SPLAT_NJ];
-#if SPLAT_DT == SPLAT_F32
-        splat_attn_tile_s(s, sQ, sk, warp, g, t);
-#else
-#pragma unroll
-        for (int i = 0; i < 4 * SPLAT_NJ; i++) s[i] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-#if SPLAT_QREG
-          const uint32_t *a = qf[kk];
-#else
-          uint32_t a[4];
-          splat_ldmatrix_x4(a,
-                            sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
-#endif
-#pragma unroll
-          for (int j = 0; j < SPLAT_NJ; j += 2) {
-            uint32_t bq[4];
-            const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
-            splat_ldmatrix_x4(bq, sk + key * SPLAT_LD + kk * 16 + ((lane >> 3) & 1) * 8);
-            const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
-            splat_mma16816<SPLAT_DT>(s + 4 * j, a, b0);
-            splat_mma16816<SPLAT_DT>(s + 4 * j + 4, a, b1);
+          for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+            splat_ldmatrix_x4(qf[kk],
+                              sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
           }
         }
 #endif
-        /* Base-2 logits; the mask of predicated runs; the online softmax. */
-        const float c = splat_attn_logit_scale(s, P.scale_log2);
-        if (run.predicate) {
-          splat_attn_mask<SPLAT_NJ>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
-                                    16 * warp + g, g0, t);
-        }
-        splat_attn_online_softmax<SPLAT_NJ, SPLAT_DP / 2>(s, o, m, l, c);
+        /* Does any row of this warp have an entry in this sub-tile? (Uniform operands.) */
+        if (warp_active && (!run.predicate || splat_warp_touches<SPLAT_TQ, SPLAT_KT>(
+                                                  sIv, sNiv, tb, nrows, warp, lane, g0))) {
+          const splat_elt *sk = sKV + (it % SPLAT_STAGES) * 2 * SPLAT_KT * SPLAT_LD;
+          const splat_elt *sv = sk + SPLAT_KT * SPLAT_LD;
+          float s[4 * SPLAT_NJ];
 #if SPLAT_DT == SPLAT_F32
-        splat_attn_tile_pv(o, s, sv, g, t);
+          splat_attn_tile_s(s, sQ, sk, warp, g, t);
 #else
-        /* O += P V: P's accumulator pairs are the A fragments of m16n8k16. */
 #pragma unroll
-        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
-          uint32_t a[4];
+          for (int i = 0; i < 4 * SPLAT_NJ; i++) s[i] = 0.f;
 #pragma unroll
-          for (int r = 0; r < 4; r++)
-            a[r] = splat_pack2<SPLAT_DT>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
-#pragma unroll
-          for (int j = 0; j < SPLAT_DP / 8; j += 2) {
-            uint32_t bv[4];
-            splat_ldmatrix_x4_trans(
-                bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
-            const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
-            splat_mma16816<SPLAT_DT>(o + 4 * j, a, b0);
-            splat_mma16816<SPLAT_DT>(o + 4 * j + 4, a, b1);
-          }
-        }
+          for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
+#if SPLAT_QREG
+            const uint32_t *a = qf[kk];
+#else
+            uint32_t a[4];
+            splat_ldmatrix_x4(a,
+                              sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
 #endif
+#pragma unroll
+            for (int j = 0; j < SPLAT_NJ; j += 2) {
+              uint32_t bq[4];
+              const int key = 8 * j + (lane & 7) + ((lane >> 4) << 3);
+              splat_ldmatrix_x4(bq, sk + key * SPLAT_LD + kk * 16 + ((lane >> 3) & 1) * 8);
+              const uint32_t b0[2] = {bq[0], bq[1]}, b1[2] = {bq[2], bq[3]};
+              splat_mma16816<SPLAT_DT>(s + 4 * j, a, b0);
+              splat_mma16816<SPLAT_DT>(s + 4 * j + 4, a, b1);
+            }
+          }
+#endif
+          /* Base-2 logits; the mask of predicated runs; the online softmax. */
+          const float c = splat_attn_logit_scale(s, P.scale_log2);
+          if (run.predicate) {
+            splat_attn_mask<SPLAT_NJ>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
+                                      16 * warp + g, g0, t);
+          }
+          splat_attn_online_softmax<SPLAT_NJ, SPLAT_OW / 2>(s, o, m, l, c);
+#if SPLAT_DT == SPLAT_F32
+          splat_attn_tile_pv(o, s, sv, g, t, c0);
+#else
+          /* O += P V: P's accumulator pairs are the A fragments of m16n8k16. */
+#pragma unroll
+          for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+            uint32_t a[4];
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+              a[r] = splat_pack2<SPLAT_DT>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+#pragma unroll
+            for (int j = 0; j < SPLAT_DP / 8; j += 2) {
+              uint32_t bv[4];
+              splat_ldmatrix_x4_trans(
+                  bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
+              const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
+              splat_mma16816<SPLAT_DT>(o + 4 * j, a, b0);
+              splat_mma16816<SPLAT_DT>(o + 4 * j + 4, a, b1);
+            }
+          }
+#endif
+        }
+        __syncthreads(); /* stage `it` may be refilled */
+        it++;
+        if (++cs == run.ntiles * nsub) {
+          ci++;
+          cs = 0;
+        }
       }
-      __syncthreads(); /* stage `it` may be refilled */
-      it++;
-      if (++cs == run.ntiles * nsub) {
-        ci++;
-        cs = 0;
-      }
-    }
-    /* Drain the empty groups still counted, so the next (b, h) starts clean. */
-    splat_cp_async_wait<0>();
+      /* Drain the empty groups still counted, so the next panel or (b, h) starts clean. */
+      splat_cp_async_wait<0>();
 
-    /* O / l and the log-sum-exp, to the original rows. */
-    if (warp_active && SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot >= 0) {
-      splat_attn_store_part<SPLAT_DP / 2>(P, o, m, l, slot, bh, rb, 16 * warp + g, nrows, t);
-    } else if (warp_active) {
-      const int r = 16 * warp + g;
-      splat_attn_store<SPLAT_DP / 2>(P, o, m, l, b, h, {sRow[r], sRow[r + 8]}, r, nrows, t);
+      /* O / l and the log-sum-exp, to the original rows. */
+      if (warp_active && SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT && slot >= 0) {
+        splat_attn_store_part<SPLAT_OW / 2>(P, o, m, l, slot, bh, rb, 16 * warp + g, nrows, t);
+      } else if (warp_active) {
+        const int r = 16 * warp + g;
+        splat_attn_store<SPLAT_OW / 2>(P, o, m, l, b, h, {sRow[r], sRow[r + 8]}, r, nrows, t, c0);
+      }
     }
   }
 }

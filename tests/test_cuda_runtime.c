@@ -377,12 +377,28 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0,
                     0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
-  /* f32 attention: the mma.sync tile kernel (3xTF32) up to head_dim 128, never wgmma; above,
-   * the row kernel. */
+  /* f32 attention: the mma.sync tile kernel (3xTF32), never wgmma; above head_dim 128 (O in
+   * column panels) for one pass without split tiles only: with split tiles, the row kernel. */
   splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->tile && !a->wgmma && a->kt == 16);
   splat__kspec_plan(sp, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(!a->tile && !a->wgmma);
+  CHECK(a->tile && !a->wgmma && a->kt == 16 && a->warps == 8); /* one CTA an SM: 8 warps */
+  splat__kspec_plan(sp, SPLAT_F32, 256, 1, 64, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && a->warps == 4); /* tile_q 64 */
+  splat__kspec_plan(sp, SPLAT_F32, 256, 1, 128, 128, 128, 163 * 1024, "sm_80", WS, 0, 0);
+  CHECK(a->tile && a->warps == 4 && splat__kspec_tile_smem(a) <= 163 * 1024); /* an A100's */
+  splat__kspec_plan(sp, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 0);
+  CHECK(a->tile && a->epi == SPLAT_EPI_PLAIN);
+  splat__kspec_attn_epilogues(sp, 0, 1);
+  CHECK(!a->tile && a->epi == SPLAT_EPI_PLAIN);
+  splat__kspec_plan(sp, SPLAT_F32, 136, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && a->warps == 4); /* two CTAs an SM */
+  splat__kspec_attn_epilogues(sp, 0, 1);
+  CHECK(!a->tile);
+  splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 1);
+  CHECK(a->tile && a->epi == SPLAT_EPI_SPLIT);
   splat__kspec_plan(sp, SPLAT_F32, 64, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(a->tile && !a->wgmma && a->kt == 32 && a->stages == 2 && a->warps == 4);
   splat__kspec_plan(sp, SPLAT_F32, 48, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
@@ -1100,11 +1116,11 @@ static void test_kernel_programs(void) {
     }
     free(src);
   }
-  /* No tile kernel (f32 attention at head_dim 256): one program. */
+  /* No tile kernel (the f32 R-SpMM at head_dim 256): one program. */
   splat__kspec f32[SPLAT__KOP_COUNT];
   splat__kspec_plan(f32, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
-  CHECK(!f32[SPLAT__KOP_ATTENTION].tile &&
-        splat__kspec_programs(&f32[SPLAT__KOP_ATTENTION], NULL, prog) == 1);
+  CHECK(!f32[SPLAT__KOP_SPMM].tile &&
+        splat__kspec_programs(&f32[SPLAT__KOP_SPMM], NULL, prog) == 1);
 }
 
 /* Random tiles split at random limits: every chunk of a tile within the limit, the chunks

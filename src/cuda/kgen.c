@@ -79,12 +79,12 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->stages = 2;
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM, SpMM and fused attention for f16/bf16 (mma.sync m16n8k16) and f32
-   * (3xTF32 m16n8k8; SpMM and attention up to head_dim 128: above, O's and the split
-   * operands' registers spill). A CTA takes 64 rows (4 warps) of a query tile when
-   * tile_q allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and
-   * stages: portable_sub_tiles). */
-  const int tile_op = op == SPLAT__KOP_SDDMM ||
-                      (op == SPLAT__KOP_ATTENTION && (dt != SPLAT_F32 || head_dim <= 128)) ||
+   * (3xTF32 m16n8k8; SpMM up to head_dim 128: above, O's and the split operands' registers
+   * spill; attention above 128 in two column panels of O, one pass without split tiles:
+   * splat__kspec_attn_epilogues, splat__kspec_for_pass). A CTA takes 64 rows (4 warps) of
+   * a query tile when tile_q allows, so 2-4 CTAs share an SM and hide each other's latency
+   * (sub-tiles and stages: portable_sub_tiles). */
+  const int tile_op = op == SPLAT__KOP_SDDMM || op == SPLAT__KOP_ATTENTION ||
                       (op == SPLAT__KOP_SPMM && (dt != SPLAT_F32 || head_dim <= 128));
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
       tile_k % 16 == 0) {
@@ -101,6 +101,11 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
       while (tile_k % kt) kt /= 2;
       s->kt = kt;
       s->stages = dt != SPLAT_F32 ? (head_dim <= 64 ? 3 : 2) : head_dim <= 48 ? 3 : 2;
+      /* f32 above head_dim 160: a CTA of 8 warps takes the query tile's 128 rows (its Q, 64
+       * KB at head_dim 256, leaves shared memory for one CTA an SM, which 4 warps alone left
+       * latency-bound): 1.38-1.61x at head_dim 256, 1.03-1.11x at 192; at 136 two CTAs of
+       * 4 warps share an SM and 8 warps ran 0.76-0.95x (bench/NOTES.md v33). */
+      if (dt == SPLAT_F32 && head_dim > 160 && tile_q % 128 == 0) s->warps = 8;
     }
   }
   if (op == SPLAT__KOP_SOFTMAX) s->head_dim = 0; /* softmax does not depend on it */
@@ -392,6 +397,10 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
       }
       splat__kspec_use_sddmm_wgmma(s, smem_optin);
     }
+    /* The 8-warp f32 attention kernel over the limit (sm_80's 163 KB at head_dim 256): 4. */
+    if (s->tile && !s->wgmma && s->warps == 8 && smem_optin > 0 &&
+        splat__kspec_tile_smem(s) > smem_optin)
+      s->warps = 4;
     if (s->tile && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) s->tile = 0;
   }
 }
@@ -437,6 +446,8 @@ splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, s
       plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows, ahead);
   if (st != SPLAT_OK) return st;
   *out = specs[SPLAT__KOP_ATTENTION];
+  /* f32 above head_dim 128 (O in column panels) runs one pass only. */
+  if (dt == SPLAT_F32 && head_dim > 128) out->tile = 0;
   if (out->tile) {
     out->epi = pass == 1 ? SPLAT_EPI_PASS1 : SPLAT_EPI_PASS2;
     out->program = pass == 1 ? SPLAT__KPROG_TILE : SPLAT__KPROG_PASS2;
@@ -448,6 +459,8 @@ splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, s
 
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
   splat__kspec *s = &specs[SPLAT__KOP_ATTENTION];
+  /* f32 above head_dim 128 (O in column panels) runs no split tiles: the row kernel then. */
+  if (s->tile && split && s->dt == SPLAT_F32 && s->head_dim > 128) s->tile = 0;
   s->epi = !s->tile   ? SPLAT_EPI_PLAIN
            : two_pass ? SPLAT_EPI_PASS1
            : split    ? SPLAT_EPI_SPLIT
