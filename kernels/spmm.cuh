@@ -9,8 +9,9 @@
  * for the run's group (0 outside the row's intervals; values rounded to V's dtype, f32 kept
  * as is), and O += P V runs on the tensor cores. f32: P and V are split into tf32 hi + lo
  * as they are loaded and hi*hi, lo*hi + hi*lo go to two accumulators of the sub-tile
- * (splat_mma1688_3xtf32), added to O by FADDs at its end. O is written once, each tile row
- * to its original (unpermuted) row. Every regular row belongs to exactly one query tile,
+ * (splat_mma1688_3xtf32), added to O by FADDs at its end; above head_dim 128, O's columns
+ * in two panels, each a walk of its own over the keys (SPLAT_OPANELS). O is written once,
+ * each tile row to its original (unpermuted) row. Every regular row belongs to exactly one query tile,
  * so rows without runs get zeros here.
  *
  * SPLAT_SPMM_ROWS_NAME (any dtype, any strides): one warp per row, lanes own head_dim
@@ -101,7 +102,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_ROW_WARPS * 32)
  * over the P slice that loads and splits its A fragments again (8 blocks spilled at head_dim
  * 128 within 168 registers). */
 #define SPLAT_PAN (SPLAT_DP / 8 <= 8 ? SPLAT_DP / 8 : 4)
+/* Above head_dim 128, O in two column panels, each a walk of its own over the keys (V's
+ * sub-tiles and the P slice loaded again): all of O is up to 128 registers a thread at
+ * head_dim 256, which spill beside the panel's accumulators. */
+#define SPLAT_OPANELS (SPLAT_DP > 128 ? 2 : 1)
 #else
+#define SPLAT_OPANELS 1
 #define SPLAT_PCR (SPLAT_KT / 8)        /* 16-byte P chunks per sub-tile row */
 #define SPLAT_PIT (16 * SPLAT_PCR / 32) /* P chunks per lane and sub-tile */
 /* P items loaded before the wait for V (their words stay in registers across it): all of
@@ -114,6 +120,9 @@ static_assert(SPLAT_PIT >= 1 && SPLAT_PIT <= 4 && 32 % SPLAT_PCR == 0,
  * head_dim 64: 2 (its column panels spilled within 168 registers at head_dims 104-120, and
  * with 16-key sub-tiles at 72-128). */
 #define SPLAT_MIN_CTAS (SPLAT_WARPS > 4 ? 1 : SPLAT_DT == SPLAT_F32 && SPLAT_DP > 64 ? 2 : 3)
+/* Columns of O a walk over the keys computes: whole 8-column blocks, the first panel the
+ * larger. */
+#define SPLAT_OW ((SPLAT_DP / 8 + SPLAT_OPANELS - 1) / SPLAT_OPANELS * 8)
 
 /* Dynamic shared memory of the tile kernel, bytes (kgen.c computes the same): the V
  * ring, the P tile, STAGES interval tables + counts, row ids. */
@@ -246,194 +255,201 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int64_t b = bh / P.shape.heads, h = bh % P.shape.heads;
     const int64_t hk = h / P.shape.heads_per_kv;
     const int64_t vo = splat_off(P.v, b, hk, 0);
-    float acc[SPLAT_DP / 8][4]; /* O: column block j = columns 8j .. 8j + 7 */
+    /* Each panel of O's columns (one but f32 above head_dim 128): a walk over the keys. */
+#pragma unroll 1
+    for (int panel = 0; panel < SPLAT_OPANELS; panel++) {
+      const int c0 = panel * SPLAT_OW; /* O's first column */
+      float acc[SPLAT_OW / 8][4]; /* O: column block j = columns c0 + 8j .. c0 + 8j + 7 */
 #pragma unroll
-    for (int j = 0; j < SPLAT_DP / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      for (int j = 0; j < SPLAT_OW / 8; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    __syncthreads(); /* sRow is in; the previous (b, h) is done with the tables */
+      __syncthreads(); /* sRow is in; the previous walk is done with the tables */
 #if SPLAT_DT != SPLAT_F32
-    /* The values of (b, h), and of row r (of the tile) in them, for the P items. */
-    const uint16_t *pbh = (const uint16_t *)P.probs.data + b * P.probs.s0 + h * P.probs.s1;
-    auto prow = [&](int r) { return pbh + (int64_t)sRow[r] * P.probs.s2; };
+      /* The values of (b, h), and of row r (of the tile) in them, for the P items. */
+      const uint16_t *pbh = (const uint16_t *)P.probs.data + b * P.probs.s0 + h * P.probs.s1;
+      auto prow = [&](int r) { return pbh + (int64_t)sRow[r] * P.probs.s2; };
 #endif
-    /* One pipeline over the key sub-tiles of all runs (see sddmm.cuh). */
-    splat_pipe pipe = {0, 0, 0};
-    auto issue = [&]() {
-      splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
-          pipe, P.pat, tile, P.pat.runs + tile.run_begin, nrows, nsub_tile, sRow, sIv, sNiv,
-          [&](const splat_dev_run &run, int64_t g0, int s) {
-            splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV);
-          });
-    };
-    /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
-     * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
-    int ci = 0, cs = 0, it = 0;
-    for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
-      issue();
-      if (pre > 0) {
-        if (--pre == 0) __syncthreads(); /* the first run's tables are in */
-        continue;
-      }
-      const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
-      const int32_t g0 = run.base + cs * SPLAT_KT;
-      const int tb = ci % SPLAT_STAGES;
-#if SPLAT_DT != SPLAT_F32
-      /* P loads for this sub-tile (splat_spmm_p_load): the first SPLAT_PPRE items' go out
-       * before waiting for V, the others' after it; then the slice is assembled
-       * (splat_spmm_p_store). */
-      uint32_t pw[SPLAT_PIT][5];
-      uint64_t pmeta = 0; /* 16 bits an item */
-      auto p_load = [&](int pi) {
-        const int r = 16 * warp + (pi * 32 + lane) / SPLAT_PCR;
-#pragma unroll
-        for (int k = 0; k < 5; k++) pw[pi][k] = 0u;
-        if (r < nrows) {
-          pmeta |= (uint64_t)splat_spmm_p_load(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
-                                               sNiv + tb * SPLAT_TQ, r, (lane % SPLAT_PCR) * 8, g0,
-                                               prow(r), pw[pi])
-                   << (16 * pi);
-        }
+      /* One pipeline over the key sub-tiles of all runs (see sddmm.cuh). */
+      splat_pipe pipe = {0, 0, 0};
+      auto issue = [&]() {
+        splat_pipe_issue<SPLAT_TQ, SPLAT_STAGES, SPLAT_KT>(
+            pipe, P.pat, tile, P.pat.runs + tile.run_begin, nrows, nsub_tile, sRow, sIv, sNiv,
+            [&](const splat_dev_run &run, int64_t g0, int s) {
+              splat_spmm_load_v(P, run, g0, vo, sV + s * SPLAT_KT * SPLAT_LDV);
+            });
       };
-      if (vec && warp_active) {
-#pragma unroll
-        for (int pi = 0; pi < SPLAT_PPRE; pi++) p_load(pi);
-      }
-#endif
-      splat_cp_async_wait<SPLAT_STAGES - 1>();
-      __syncthreads(); /* stage `it` is in */
-      if (warp_active) {
+      /* The pipeline's first STAGES - 1 sub-tiles are issued by the loop's first passes
+       * (`pre`): one copy of issue(), which inlines the interval tables and the gather. */
+      int ci = 0, cs = 0, it = 0;
+      for (int pre = SPLAT_STAGES - 1; ci < tile.nruns;) {
+        issue();
+        if (pre > 0) {
+          if (--pre == 0) __syncthreads(); /* the first run's tables are in */
+          continue;
+        }
+        const splat_dev_run run = P.pat.runs[tile.run_begin + ci];
+        const int32_t g0 = run.base + cs * SPLAT_KT;
+        const int tb = ci % SPLAT_STAGES;
 #if SPLAT_DT != SPLAT_F32
-        if (vec) {
+        /* P loads for this sub-tile (splat_spmm_p_load): the first SPLAT_PPRE items' go out
+         * before waiting for V, the others' after it; then the slice is assembled
+         * (splat_spmm_p_store). */
+        uint32_t pw[SPLAT_PIT][5];
+        uint64_t pmeta = 0; /* 16 bits an item */
+        auto p_load = [&](int pi) {
+          const int r = 16 * warp + (pi * 32 + lane) / SPLAT_PCR;
 #pragma unroll
-          for (int pi = SPLAT_PPRE; pi < SPLAT_PIT; pi++) p_load(pi);
-#pragma unroll
-          for (int pi = 0; pi < SPLAT_PIT; pi++) {
-            const int rl = (pi * 32 + lane) / SPLAT_PCR, c8 = (lane % SPLAT_PCR) * 8;
-            splat_spmm_p_store(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
-                               16 * warp + rl, c8, g0, prow(16 * warp + rl), pw[pi],
-                               (int)(pmeta >> (16 * pi)) & 0xffff, wp + rl * SPLAT_LDP + c8);
+          for (int k = 0; k < 5; k++) pw[pi][k] = 0u;
+          if (r < nrows) {
+            pmeta |= (uint64_t)splat_spmm_p_load(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
+                                                 sNiv + tb * SPLAT_TQ, r, (lane % SPLAT_PCR) * 8, g0,
+                                                 prow(r), pw[pi])
+                     << (16 * pi);
           }
-        } else
+        };
+        if (vec && warp_active) {
+#pragma unroll
+          for (int pi = 0; pi < SPLAT_PPRE; pi++) p_load(pi);
+        }
 #endif
-        {
-          /* Any dtype or layout (f32 always): zeros, then every piece element by element. */
-          constexpr int PC = SPLAT_KT / SPLAT_EPC; /* 16-byte chunks of a slice row */
-          for (int c = lane; c < 16 * PC; c += 32) {
-            *(uint4 *)(wp + (c / PC) * SPLAT_LDP + (c % PC) * SPLAT_EPC) =
-                make_uint4(0u, 0u, 0u, 0u);
-          }
-          __syncwarp();
+        splat_cp_async_wait<SPLAT_STAGES - 1>();
+        __syncthreads(); /* stage `it` is in */
+        if (warp_active) {
+#if SPLAT_DT != SPLAT_F32
+          if (vec) {
 #pragma unroll
-          for (int pass = 0; pass < 4; pass++) {
-            const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
-            if (r < nrows) {
-              const int niv = sNiv[tb * SPLAT_TQ + r];
-              const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-              const int64_t po = splat_off(P.probs, b, h, sRow[r]);
-              for (int q = 0; q < niv; q++) {
-                int32_t a, x;
-                const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
-                for (int k2 = sub; k2 < len; k2 += 8) {
-                  const float pv =
-                      splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
-                  wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_spmm_pval(pv);
+            for (int pi = SPLAT_PPRE; pi < SPLAT_PIT; pi++) p_load(pi);
+#pragma unroll
+            for (int pi = 0; pi < SPLAT_PIT; pi++) {
+              const int rl = (pi * 32 + lane) / SPLAT_PCR, c8 = (lane % SPLAT_PCR) * 8;
+              splat_spmm_p_store(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ,
+                                 16 * warp + rl, c8, g0, prow(16 * warp + rl), pw[pi],
+                                 (int)(pmeta >> (16 * pi)) & 0xffff, wp + rl * SPLAT_LDP + c8);
+            }
+          } else
+#endif
+          {
+            /* Any dtype or layout (f32 always): zeros, then every piece element by element. */
+            constexpr int PC = SPLAT_KT / SPLAT_EPC; /* 16-byte chunks of a slice row */
+            for (int c = lane; c < 16 * PC; c += 32) {
+              *(uint4 *)(wp + (c / PC) * SPLAT_LDP + (c % PC) * SPLAT_EPC) =
+                  make_uint4(0u, 0u, 0u, 0u);
+            }
+            __syncwarp();
+#pragma unroll
+            for (int pass = 0; pass < 4; pass++) {
+              const int rl = 4 * pass + (lane >> 3), r = 16 * warp + rl;
+              if (r < nrows) {
+                const int niv = sNiv[tb * SPLAT_TQ + r];
+                const splat_ival *iv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
+                const int64_t po = splat_off(P.probs, b, h, sRow[r]);
+                for (int q = 0; q < niv; q++) {
+                  int32_t a, x;
+                  const int len = splat_ival_clip(*(const int4 *)(iv + q), g0, SPLAT_KT, &a, &x);
+                  for (int k2 = sub; k2 < len; k2 += 8) {
+                    const float pv =
+                        splat_ld<SPLAT_PDT>(P.probs.data, po + (int64_t)(x + k2) * P.probs.s3);
+                    wp[rl * SPLAT_LDP + (a - g0) + k2] = splat_spmm_pval(pv);
+                  }
                 }
               }
             }
           }
-        }
-        __syncwarp();
-        const SPLAT_VT *st = sV + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDV;
+          __syncwarp();
+          const SPLAT_VT *st = sV + (it % SPLAT_STAGES) * SPLAT_KT * SPLAT_LDV;
 #if SPLAT_DT == SPLAT_F32
-        /* 3xTF32 on m16n8k8. Fragments (PTX ISA, mma.m16n8k8 .tf32; g = lane / 4, t = lane %
-         * 4; (row, column)): A (16 x 8 of P) a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3
-         * (g + 8, t + 4); B (8 x 8 of V) b0 (t, g), b1 (t + 4, g); C c0, c1 (g, 2t), (g, 2t + 1)
-         * and c2, c3 the same in row g + 8: acc's layout, as with m16n8k16. The product sums
-         * over k, so any order of a k step's 8 keys serves where A and B agree: k index t is
-         * key 2t, t + 4 key 2t + 1. Then a0, a2 (a1, a3) are one float2 of the P slice and b0,
-         * b1 rows 2t and 2t + 1 of the V stage, all conflict-free (SPLAT_LDV, SPLAT_LDP).
-         * A panel of SPLAT_PAN column blocks at a time: hi*hi and the small products
-         * accumulate over the sub-tile's KT / 8 k steps in registers of their own, then go to
-         * O by FADDs (round to nearest). The tensor cores' accumulation truncates every k step
-         * at the accumulator's ulp (bench/NOTES.md v21): kept over a row's whole keys, that
-         * bias grows with the row (in v21's model of it, O's error reached the GPU check's
-         * bound, twice a naive fp32 implementation's, at ~1,000 keys a row, 2x it at 4,097);
-         * flushed per sub-tile it stays at 0.07-0.18x of the bound from 129 to 4,097 keys. */
-        const int g = lane >> 2, t = lane & 3;
-        const float *pa = wp + g * SPLAT_LDP + 2 * t; /* A: row g, keys 2t and 2t + 1 */
-        const float *vb = st + 2 * t * SPLAT_LDV + g; /* B: key 2t, column g */
+          /* 3xTF32 on m16n8k8. Fragments (PTX ISA, mma.m16n8k8 .tf32; g = lane / 4, t = lane %
+           * 4; (row, column)): A (16 x 8 of P) a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3
+           * (g + 8, t + 4); B (8 x 8 of V) b0 (t, g), b1 (t + 4, g); C c0, c1 (g, 2t), (g, 2t + 1)
+           * and c2, c3 the same in row g + 8: acc's layout, as with m16n8k16. The product sums
+           * over k, so any order of a k step's 8 keys serves where A and B agree: k index t is
+           * key 2t, t + 4 key 2t + 1. Then a0, a2 (a1, a3) are one float2 of the P slice and b0,
+           * b1 rows 2t and 2t + 1 of the V stage, all conflict-free (SPLAT_LDV, SPLAT_LDP).
+           * A panel of SPLAT_PAN column blocks at a time: hi*hi and the small products
+           * accumulate over the sub-tile's KT / 8 k steps in registers of their own, then go to
+           * O by FADDs (round to nearest). The tensor cores' accumulation truncates every k step
+           * at the accumulator's ulp (bench/NOTES.md v21): kept over a row's whole keys, that
+           * bias grows with the row (in v21's model of it, O's error reached the GPU check's
+           * bound, twice a naive fp32 implementation's, at ~1,000 keys a row, 2x it at 4,097);
+           * flushed per sub-tile it stays at 0.07-0.18x of the bound from 129 to 4,097 keys. */
+          const int g = lane >> 2, t = lane & 3;
+          const float *pa = wp + g * SPLAT_LDP + 2 * t; /* A: row g, keys 2t and 2t + 1 */
+          const float *vb = st + 2 * t * SPLAT_LDV + c0 + g; /* B: key 2t, column c0 + g */
+          constexpr int NB = SPLAT_OW / 8; /* O's blocks a walk; nb: those below SPLAT_DP */
+          const int nb = SPLAT_OPANELS == 1 ? NB : (SPLAT_DP - c0) / 8;
 #pragma unroll
-        for (int j0 = 0; j0 < SPLAT_DP / 8; j0 += SPLAT_PAN) {
-          float hi[SPLAT_PAN][4], small[SPLAT_PAN][4];
+          for (int j0 = 0; j0 < NB; j0 += SPLAT_PAN) {
+            float hi[SPLAT_PAN][4], small[SPLAT_PAN][4];
 #pragma unroll
-          for (int j = 0; j < SPLAT_PAN; j++) {
+            for (int j = 0; j < SPLAT_PAN; j++) {
 #pragma unroll
-            for (int e = 0; e < 4; e++) hi[j][e] = small[j][e] = 0.f;
-          }
+              for (int e = 0; e < 4; e++) hi[j][e] = small[j][e] = 0.f;
+            }
 #pragma unroll 2
-          for (int kk = 0; kk < SPLAT_KT / 8; kk++) {
-            const float2 p0 = *(const float2 *)(pa + 8 * kk);
-            const float2 p1 = *(const float2 *)(pa + 8 * SPLAT_LDP + 8 * kk);
-            uint32_t ah[4], al[4];
-            splat_tf32_split(p0.x, ah[0], al[0]);
-            splat_tf32_split(p1.x, ah[1], al[1]);
-            splat_tf32_split(p0.y, ah[2], al[2]);
-            splat_tf32_split(p1.y, ah[3], al[3]);
+            for (int kk = 0; kk < SPLAT_KT / 8; kk++) {
+              const float2 p0 = *(const float2 *)(pa + 8 * kk);
+              const float2 p1 = *(const float2 *)(pa + 8 * SPLAT_LDP + 8 * kk);
+              uint32_t ah[4], al[4];
+              splat_tf32_split(p0.x, ah[0], al[0]);
+              splat_tf32_split(p1.x, ah[1], al[1]);
+              splat_tf32_split(p0.y, ah[2], al[2]);
+              splat_tf32_split(p1.y, ah[3], al[3]);
 #pragma unroll
-            for (int j = 0; j < SPLAT_PAN && j0 + j < SPLAT_DP / 8; j++) {
-              const float *v = vb + 8 * kk * SPLAT_LDV + 8 * (j0 + j);
-              splat_mma1688_3xtf32(hi[j], small[j], ah, al, v[0], v[SPLAT_LDV]);
+              for (int j = 0; j < SPLAT_PAN && j0 + j < NB; j++) {
+                const float *v = vb + 8 * kk * SPLAT_LDV + 8 * (j0 + j);
+                if (j0 + j < nb) splat_mma1688_3xtf32(hi[j], small[j], ah, al, v[0], v[SPLAT_LDV]);
+              }
+            }
+#pragma unroll
+            for (int j = 0; j < SPLAT_PAN && j0 + j < NB; j++) {
+#pragma unroll
+              for (int e = 0; e < 4; e++) acc[j0 + j][e] += hi[j][e] + small[j][e];
             }
           }
-#pragma unroll
-          for (int j = 0; j < SPLAT_PAN && j0 + j < SPLAT_DP / 8; j++) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[j0 + j][e] += hi[j][e] + small[j][e];
-          }
-        }
 #else
 #pragma unroll
-        for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
-          uint32_t a[4];
-          splat_ldmatrix_x4(a, wp + (lane & 15) * SPLAT_LDP + kk * 16 + (lane >> 4) * 8);
+          for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
+            uint32_t a[4];
+            splat_ldmatrix_x4(a, wp + (lane & 15) * SPLAT_LDP + kk * 16 + (lane >> 4) * 8);
 #pragma unroll
-          for (int j = 0; j < SPLAT_DP / 8; j += 2) {
-            uint32_t bv[4];
-            splat_ldmatrix_x4_trans(
-                bv, st + (kk * 16 + (lane & 15)) * SPLAT_LDV + 8 * j + (lane >> 4) * 8);
-            const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
-            splat_mma16816<SPLAT_DT>(acc[j], a, b0);
-            splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
+            for (int j = 0; j < SPLAT_DP / 8; j += 2) {
+              uint32_t bv[4];
+              splat_ldmatrix_x4_trans(
+                  bv, st + (kk * 16 + (lane & 15)) * SPLAT_LDV + 8 * j + (lane >> 4) * 8);
+              const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
+              splat_mma16816<SPLAT_DT>(acc[j], a, b0);
+              splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
+            }
           }
-        }
 #endif
+        }
+        __syncthreads(); /* stage `it` may be refilled, the P slice rebuilt */
+        it++;
+        if (++cs == run.ntiles * nsub_tile) {
+          ci++;
+          cs = 0;
+        }
       }
-      __syncthreads(); /* stage `it` may be refilled, the P slice rebuilt */
-      it++;
-      if (++cs == run.ntiles * nsub_tile) {
-        ci++;
-        cs = 0;
-      }
-    }
-    /* O rows of this warp, to their original rows; every row of the tile is written
-     * (rows without runs get zeros). Pairs of columns by one store when aligned. */
-    if (warp_active) {
+      /* O rows of this warp, to their original rows; every row of the tile is written
+       * (rows without runs get zeros). Pairs of columns by one store when aligned. */
+      if (warp_active) {
 #pragma unroll
-      for (int half = 0; half < 2; half++) {
-        const int r = half ? r1 : r0;
-        if (r < nrows) {
-          const int64_t oo = splat_off(P.out, b, h, sRow[r]);
-          const bool pair = P.out.s3 == 1 && splat_pair_aligned<SPLAT_DT>(P.out.data, oo);
+        for (int half = 0; half < 2; half++) {
+          const int r = half ? r1 : r0;
+          if (r < nrows) {
+            const int64_t oo = splat_off(P.out, b, h, sRow[r]);
+            const bool pair = P.out.s3 == 1 && splat_pair_aligned<SPLAT_DT>(P.out.data, oo);
 #pragma unroll
-          for (int j = 0; j < SPLAT_DP / 8; j++) {
-            const int d = 8 * j + 2 * (lane & 3);
-            if (pair && d + 1 < SPLAT_HEAD_DIM) {
-              splat_st_pair<SPLAT_DT>(P.out.data, oo + d, acc[j][2 * half], acc[j][2 * half + 1]);
-            } else {
+            for (int j = 0; j < SPLAT_OW / 8; j++) {
+              const int d = c0 + 8 * j + 2 * (lane & 3);
+              if (pair && d + 1 < SPLAT_HEAD_DIM) {
+                splat_st_pair<SPLAT_DT>(P.out.data, oo + d, acc[j][2 * half], acc[j][2 * half + 1]);
+              } else {
 #pragma unroll
-              for (int e = 0; e < 2; e++) {
-                if (d + e < SPLAT_HEAD_DIM)
-                  splat_st<SPLAT_DT>(P.out.data, oo + (d + e) * P.out.s3, acc[j][2 * half + e]);
+                for (int e = 0; e < 2; e++) {
+                  if (d + e < SPLAT_HEAD_DIM)
+                    splat_st<SPLAT_DT>(P.out.data, oo + (d + e) * P.out.s3, acc[j][2 * half + e]);
+                }
               }
             }
           }

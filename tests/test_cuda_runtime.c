@@ -431,10 +431,10 @@ static void test_kernel_choice(void) {
     splat__kspec_init(&h, SPLAT__KOP_SDDMM, SPLAT_F16, SPLAT_F16, SPLAT_F16, 128, 1, 128, 128);
     CHECK(h.tile && h.kt == 64 && h.stages == 2 && splat__kspec_tile_smem(&h) < 227 * 1024 / 3);
   }
-  /* The f32 R-SpMM: the mma.sync tile kernel (3xTF32) up to head_dim 128, 64-key sub-tiles
-   * (32 above head_dim 64) in 2 stages; shared memory: the V ring of rows of head_dim + 4
-   * floats, the 64 x (KT + 8) float P slice, 2 tables of 64 rows, row ids. Above head_dim
-   * 128 the row kernel. */
+  /* The f32 R-SpMM: the mma.sync tile kernel (3xTF32), 64-key sub-tiles (32 above head_dim
+   * 64) in 2 stages; shared memory: the V ring of rows of head_dim + 4 floats, the 64 x (KT
+   * + 8) float P slice, 2 tables of 64 rows, row ids. Above head_dim 128 O in two column
+   * panels. */
   {
     splat__kspec m;
     splat__kspec_init(&m, SPLAT__KOP_SPMM, SPLAT_F32, SPLAT_F32, SPLAT_F32, 64, 1, 128, 128);
@@ -447,7 +447,8 @@ static void test_kernel_choice(void) {
     CHECK(m.tile && m.kt == 32 && m.stages == 2 &&
           splat__kspec_tile_smem(&m) == 2 * 32 * 132 * 4 + 64 * 40 * 4 + 2 * 64 * 20 + 256);
     splat__kspec_init(&m, SPLAT__KOP_SPMM, SPLAT_F32, SPLAT_F32, SPLAT_F32, 256, 1, 128, 128);
-    CHECK(!m.tile);
+    CHECK(m.tile && m.kt == 32 && /* O in two column panels: the same stages as at 128 */
+          splat__kspec_tile_smem(&m) == 2 * 32 * 260 * 4 + 64 * 40 * 4 + 2 * 64 * 20 + 256);
   }
   /* 1 KB slack + 2 K stages and the lo tile (64 keys x 256 B) + Q (64 rows of 68 floats,
    * over the 64 x 72 staging floats) + 8 runs + 2 tables of 64 rows + row ids. */
@@ -1116,11 +1117,14 @@ static void test_kernel_programs(void) {
     }
     free(src);
   }
-  /* No tile kernel (the f32 R-SpMM at head_dim 256): one program. */
+  /* No tile kernel (head_dim 36, not a multiple of 8): one program. */
   splat__kspec f32[SPLAT__KOP_COUNT];
-  splat__kspec_plan(f32, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
-  CHECK(!f32[SPLAT__KOP_SPMM].tile &&
+  splat__kspec_plan(f32, SPLAT_F32, 36, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
+  CHECK(!f32[SPLAT__KOP_SPMM].tile && !f32[SPLAT__KOP_ATTENTION].tile &&
         splat__kspec_programs(&f32[SPLAT__KOP_SPMM], NULL, prog) == 1);
+  /* The f32 R-SpMM above head_dim 128 (O in column panels): a tile kernel. */
+  splat__kspec_plan(f32, SPLAT_F32, 256, 1, 128, 128, 128, 0, "sm_90a", SPLAT__WGMMA_WS, 0, 0);
+  CHECK(f32[SPLAT__KOP_SPMM].tile && splat__kspec_programs(&f32[SPLAT__KOP_SPMM], NULL, prog) == 2);
 }
 
 /* Random tiles split at random limits: every chunk of a tile within the limit, the chunks

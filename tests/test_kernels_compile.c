@@ -239,16 +239,19 @@ int main(void) {
       if (!o || d > 0) add(&s);
     }
   }
-  /* f32 attention above head_dim 128: O in two column panels (one pass, no split tiles:
-   * the plain epilogue only), the second panel whole (192, 256) or shorter (136). */
+  /* f32 attention and SpMM above head_dim 128: O in two column panels (the attention's for
+   * one pass without split tiles: the plain epilogue only), the second panel whole (192,
+   * 256) or shorter (136). */
   const int f32_panel_dims[3] = {136, 192, 256};
   for (int d = 0; d < 3; d++) {
-    splat__kspec s;
-    splat__kspec_init(&s, SPLAT__KOP_ATTENTION, SPLAT_F32, SPLAT_F32, SPLAT_F32, f32_panel_dims[d],
-                      SPLAT_MAX_SEGMENTS, 128, 128);
-    CHECK(s.tile);
-    s.epi = SPLAT_EPI_PLAIN;
-    for (int a = 0; a < 2; a++) add_program(&s, archs[a]);
+    for (int o = 0; o < 2; o++) {
+      splat__kspec s;
+      splat__kspec_init(&s, o ? SPLAT__KOP_SPMM : SPLAT__KOP_ATTENTION, SPLAT_F32, SPLAT_F32,
+                        SPLAT_F32, f32_panel_dims[d], SPLAT_MAX_SEGMENTS, 128, 128);
+      CHECK(s.tile);
+      s.epi = SPLAT_EPI_PLAIN;
+      for (int a = 0; a < 2; a++) add_program(&s, archs[a]);
+    }
   }
 
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

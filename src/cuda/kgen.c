@@ -79,13 +79,12 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->stages = 2;
   s->tile_k = tile_k;
   /* Tile kernels: SDDMM, SpMM and fused attention for f16/bf16 (mma.sync m16n8k16) and f32
-   * (3xTF32 m16n8k8; SpMM up to head_dim 128: above, O's and the split operands' registers
-   * spill; attention above 128 in two column panels of O, one pass without split tiles:
-   * splat__kspec_attn_epilogues, splat__kspec_for_pass). A CTA takes 64 rows (4 warps) of
-   * a query tile when tile_q allows, so 2-4 CTAs share an SM and hide each other's latency
-   * (sub-tiles and stages: portable_sub_tiles). */
-  const int tile_op = op == SPLAT__KOP_SDDMM || op == SPLAT__KOP_ATTENTION ||
-                      (op == SPLAT__KOP_SPMM && (dt != SPLAT_F32 || head_dim <= 128));
+   * (3xTF32 m16n8k8; SpMM and attention above head_dim 128 in two column panels of O, the
+   * attention's for one pass without split tiles: splat__kspec_attn_epilogues,
+   * splat__kspec_for_pass). A CTA takes 64 rows (4 warps) of a query tile when tile_q
+   * allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and stages:
+   * portable_sub_tiles). */
+  const int tile_op = op != SPLAT__KOP_SOFTMAX;
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
       tile_k % 16 == 0) {
     s->tile = 1;
