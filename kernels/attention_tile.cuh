@@ -229,8 +229,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         if (it == 0 && warp_active) {
 #pragma unroll
           for (int kk = 0; kk < SPLAT_DP / 16; kk++) {
-            splat_ldmatrix_x4(qf[kk],
-                              sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
+            splat_ldmatrix_x4(
+                qf[kk], sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
           }
         }
 #endif
@@ -251,8 +251,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             const uint32_t *a = qf[kk];
 #else
             uint32_t a[4];
-            splat_ldmatrix_x4(a,
-                              sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
+            splat_ldmatrix_x4(
+                a, sQ + (16 * warp + (lane & 15)) * SPLAT_LD + kk * 16 + (lane >> 4) * 8);
 #endif
 #pragma unroll
             for (int j = 0; j < SPLAT_NJ; j += 2) {
@@ -295,11 +295,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #endif
         }
         __syncthreads(); /* stage `it` may be refilled */
-        it++;
-        if (++cs == run.ntiles * nsub) {
-          ci++;
-          cs = 0;
-        }
+        splat_pipe_consumed(ci, cs, it, run, nsub);
       }
       /* Drain the empty groups still counted, so the next panel or (b, h) starts clean. */
       splat_cp_async_wait<0>();

@@ -165,11 +165,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_wgmma_fence_acc(o);
       }
       __syncthreads(); /* stage `it` may be refilled */
-      it++;
-      if (++cs == run.ntiles * nsub) {
-        ci++;
-        cs = 0;
-      }
+      splat_pipe_consumed(ci, cs, it, run, nsub);
     }
     splat_cp_async_wait<0>();
 

@@ -105,6 +105,17 @@ SPLAT_DEV void splat_pipe_issue(splat_pipe &q, const splat_dev_pattern &pat,
   q.issued++;
 }
 
+/* The consumer's position after a sub-tile: `it` sub-tiles done, sub-tile cs of run ci (whose
+ * run, of run.ntiles key tiles of nsub sub-tiles each, is `run`). */
+SPLAT_DEV void splat_pipe_consumed(int &ci, int &cs, int &it, const splat_dev_run &run,
+                                   int nsub) {
+  it++;
+  if (++cs == run.ntiles * nsub) {
+    ci++;
+    cs = 0;
+  }
+}
+
 /* The consumer side of a predicated run: does any of a warp's 16 rows (block rows 16 warp ..,
  * of nrows) have an interval of table buffer tb meeting gathered keys [g0, g0 + KT)?
  * Warp-uniform (a vote); every lane of the warp calls it. */

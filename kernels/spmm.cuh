@@ -11,8 +11,8 @@
  * as they are loaded and hi*hi, lo*hi + hi*lo go to two accumulators of the sub-tile
  * (splat_mma1688_3xtf32), added to O by FADDs at its end; above head_dim 128, O's columns
  * in two panels, each a walk of its own over the keys (SPLAT_OPANELS). O is written once,
- * each tile row to its original (unpermuted) row. Every regular row belongs to exactly one query tile,
- * so rows without runs get zeros here.
+ * each tile row to its original (unpermuted) row. Every regular row belongs to exactly one
+ * query tile, so rows without runs get zeros here.
  *
  * SPLAT_SPMM_ROWS_NAME (any dtype, any strides): one warp per row, lanes own head_dim
  * columns lane, lane+32, ...; entries are fetched 32 at a time (probability and
@@ -302,8 +302,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           for (int k = 0; k < 5; k++) pw[pi][k] = 0u;
           if (r < nrows) {
             pmeta |= (uint64_t)splat_spmm_p_load(sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
-                                                 sNiv + tb * SPLAT_TQ, r, (lane % SPLAT_PCR) * 8, g0,
-                                                 prow(r), pw[pi])
+                                                 sNiv + tb * SPLAT_TQ, r, (lane % SPLAT_PCR) * 8,
+                                                 g0, prow(r), pw[pi])
                      << (16 * pi);
           }
         };
@@ -424,11 +424,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #endif
         }
         __syncthreads(); /* stage `it` may be refilled, the P slice rebuilt */
-        it++;
-        if (++cs == run.ntiles * nsub_tile) {
-          ci++;
-          cs = 0;
-        }
+        splat_pipe_consumed(ci, cs, it, run, nsub_tile);
       }
       /* O rows of this warp, to their original rows; every row of the tile is written
        * (rows without runs get zeros). Pairs of columns by one store when aligned. */
