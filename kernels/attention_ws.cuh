@@ -4,7 +4,7 @@
  * takes the irregular remainder.
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 40 .. 64, or 72 .. 128 with two consumer
- * warpgroups, as 64 or 128 columns: SPLAT_DP; or 256 with one): a
+ * warpgroups, as 64 or 128 columns: SPLAT_DP; or 168 .. 256 as 256 with one): a
  * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
  * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
  * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
@@ -70,14 +70,15 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
-/* Columns of the Q, K and V tiles and of O: head_dim in whole 64-column panels (40 .. 56
- * run as 64, 72 .. 120 as 128: the loads zero-fill the columns past head_dim, whose
- * products are zero in S and dropped from O). */
-#define SPLAT_DP ((SPLAT_HEAD_DIM + 63) / 64 * 64)
+/* Columns of the Q, K and V tiles and of O: 64, 128 or 256 (40 .. 56 run as 64, 72 .. 120
+ * as 128, 168 .. 248 as 256: the loads zero-fill the columns past head_dim, whose products
+ * are zero in S and dropped from O). */
+#define SPLAT_DP (SPLAT_HEAD_DIM <= 64 ? 64 : SPLAT_HEAD_DIM <= 128 ? 128 : 256)
 static_assert(SPLAT_HEAD_DIM % 8 == 0 &&
                   (SPLAT_DP == 64 || SPLAT_DP == 128 || (SPLAT_DP == 256 && SPLAT_WGS == 1)),
               "the warp-specialised attention kernel takes head_dim 40 .. 128 (a multiple of "
-              "8), or 256 with one consumer warpgroup (its O alone is 128 registers a thread)");
+              "8), or up to 256 with one consumer warpgroup (its O alone is 128 registers a "
+              "thread)");
 #define SPLAT_JH (SPLAT_HEAD_DIM / 8) /* 8-column blocks of O within head_dim */
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
 #define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */

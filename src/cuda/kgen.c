@@ -222,19 +222,20 @@ static int dcode(splat_dtype d) {
 
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   const int hd = s->head_dim;
-  /* The warp-specialised kernel's head_dims: 40 .. 128 (multiples of 8, run as 64 or 128
-   * columns: kernels/attention_ws.cuh SPLAT_DP) and 256; the wgmma kernel's 64 and 128.
-   * Head_dim 32 stays on the mma.sync kernel: as 64 columns the warp-specialised kernel ran
-   * windows and blocks 1.10-1.21x faster but longformer and BigBird 0.84-0.96x
-   * (bench/NOTES.md v26). f32 stays on the mma.sync kernel (3xTF32). */
-  const int ws_dim = (hd >= 40 && hd <= 128 && hd % 8 == 0) || hd == 256;
+  /* The warp-specialised kernel's head_dims: 40 .. 128 and 168 .. 256 (multiples of 8, run
+   * as 64, 128 or 256 columns: kernels/attention_ws.cuh SPLAT_DP); the wgmma kernel's 64 and
+   * 128. Head_dim 32 stays on the mma.sync kernel: as 64 columns the warp-specialised kernel
+   * ran windows and blocks 1.10-1.21x faster but longformer and BigBird 0.84-0.96x
+   * (bench/NOTES.md v26); so do 136 .. 160: as 256 columns, 0.85-1.07x it at 136 (192:
+   * 1.93-2.53x; v35). f32 stays on the mma.sync kernel (3xTF32). */
+  const int ws_dim = hd % 8 == 0 && ((hd >= 40 && hd <= 128) || (hd > 160 && hd <= 256));
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || s->dt == SPLAT_F32 || !ws_dim || s->kt != 64 ||
       kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;
-  if (hd == 256) {
-    /* Head_dim 256 (the warp-specialised kernel, by the test above): one consumer warpgroup
-     * (O is 128 registers a thread), 64-key sub-tiles in 2 stages (64 KB each), one CTA an
-     * SM. */
+  if (hd > 128) {
+    /* Head_dim 168 .. 256 (the warp-specialised kernel, by the test above): one consumer
+     * warpgroup (O is 128 registers a thread), 64-key sub-tiles in 2 stages (64 KB each), one
+     * CTA an SM. */
     s->wgmma = SPLAT__WGMMA_WS;
     s->warps = 4;
     s->stages = 2;

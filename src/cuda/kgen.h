@@ -93,10 +93,10 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
  * specs. buf: host, cap chars. */
 void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
 
-/* Columns of the warp-specialised attention kernel's tiles at head_dim hd: whole 64-column
- * panels (kernels/attention_ws.cuh SPLAT_DP). */
+/* Columns of the warp-specialised attention kernel's tiles at head_dim hd: 64, 128 or 256
+ * (kernels/attention_ws.cuh SPLAT_DP). */
 static inline int splat__kspec_ws_cols(int hd) {
-  return (hd + 63) / 64 * 64;
+  return hd <= 64 ? 64 : hd <= 128 ? 128 : 256;
 }
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
 int splat__kspec_tile_smem(const splat__kspec *s);
