@@ -228,29 +228,22 @@ int main(void) {
 
   /* The f32 tile kernels (3xTF32 mma.sync) at the head_dims whose shapes differ from 40, 64
    * and 128's: attention at 48 (3 stages, 3 CTAs an SM; every epilogue) and 104 / 120, SpMM
-   * at 104 / 120 (column panels of 4 blocks and a partial one). */
-  const int f32_dims[3] = {48, 104, 120};
-  for (int d = 0; d < 3; d++) {
+   * at 104 / 120 (column panels of 4 blocks and a partial one); both above head_dim 128 with
+   * O in two column panels (the attention's for one pass without split tiles: the plain
+   * epilogue only), the second panel whole (192, 256) or shorter (136). */
+  const int f32_dims[6] = {48, 104, 120, 136, 192, 256};
+  for (int d = 0; d < 6; d++) {
     for (int o = 0; o < 2; o++) {
       splat__kspec s;
       splat__kspec_init(&s, o ? SPLAT__KOP_SPMM : SPLAT__KOP_ATTENTION, SPLAT_F32, SPLAT_F32,
                         SPLAT_F32, f32_dims[d], SPLAT_MAX_SEGMENTS, 128, 128);
       CHECK(s.tile);
-      if (!o || d > 0) add(&s);
-    }
-  }
-  /* f32 attention and SpMM above head_dim 128: O in two column panels (the attention's for
-   * one pass without split tiles: the plain epilogue only), the second panel whole (192,
-   * 256) or shorter (136). */
-  const int f32_panel_dims[3] = {136, 192, 256};
-  for (int d = 0; d < 3; d++) {
-    for (int o = 0; o < 2; o++) {
-      splat__kspec s;
-      splat__kspec_init(&s, o ? SPLAT__KOP_SPMM : SPLAT__KOP_ATTENTION, SPLAT_F32, SPLAT_F32,
-                        SPLAT_F32, f32_panel_dims[d], SPLAT_MAX_SEGMENTS, 128, 128);
-      CHECK(s.tile);
-      s.epi = SPLAT_EPI_PLAIN;
-      for (int a = 0; a < 2; a++) add_program(&s, archs[a]);
+      if (f32_dims[d] > 128) {
+        s.epi = SPLAT_EPI_PLAIN;
+        for (int a = 0; a < 2; a++) add_program(&s, archs[a]);
+      } else if (!o || d > 0) {
+        add(&s);
+      }
     }
   }
 
