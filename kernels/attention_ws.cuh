@@ -4,7 +4,8 @@
  * takes the irregular remainder.
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 40 .. 64, or 72 .. 128 with two consumer
- * warpgroups, as 64 or 128 columns: SPLAT_DP; or 168 .. 256 as 256 with one): a
+ * warpgroups, as 64 or 128 columns: SPLAT_DP; 136 .. 192 as 192; or 200 .. 256 as 256
+ * with one): a
  * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
  * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
  * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
@@ -70,13 +71,16 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
-/* Columns of the Q, K and V tiles and of O: 64, 128 or 256 (40 .. 56 run as 64, 72 .. 120
- * as 128, 168 .. 248 as 256: the loads zero-fill the columns past head_dim, whose products
- * are zero in S and dropped from O). */
-#define SPLAT_DP (SPLAT_HEAD_DIM <= 64 ? 64 : SPLAT_HEAD_DIM <= 128 ? 128 : 256)
-static_assert(SPLAT_HEAD_DIM % 8 == 0 &&
-                  (SPLAT_DP == 64 || SPLAT_DP == 128 || (SPLAT_DP == 256 && SPLAT_WGS == 1)),
-              "the warp-specialised attention kernel takes head_dim 40 .. 128 (a multiple of "
+/* Columns of the Q, K and V tiles and of O: 64, 128, 192 or 256 (40 .. 56 run as 64, 72 ..
+ * 120 as 128, 136 .. 184 as 192, 200 .. 248 as 256: the loads zero-fill the columns past
+ * head_dim, whose products are zero in S and dropped from O). */
+#define SPLAT_DP                 \
+  (SPLAT_HEAD_DIM <= 64    ? 64  \
+   : SPLAT_HEAD_DIM <= 128 ? 128 \
+   : SPLAT_HEAD_DIM <= 192 ? 192 \
+                           : 256)
+static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
+              "the warp-specialised attention kernel takes head_dim 40 .. 192 (a multiple of "
               "8), or up to 256 with one consumer warpgroup (its O alone is 128 registers a "
               "thread)");
 #define SPLAT_JH (SPLAT_HEAD_DIM / 8) /* 8-column blocks of O within head_dim */
@@ -86,13 +90,15 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 &&
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112
- * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows.
- * Head_dim 256: one CTA an SM (its stages fill the shared memory), whose 256 threads get
- * the most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
+ * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows
+ * (192 each of two: at 192 columns O is 96 of them). One consumer warpgroup above 128
+ * columns: one CTA an SM (its stages fill the shared memory), whose 256 threads get the
+ * most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
-#define SPLAT_WS_REG_SPLIT (SPLAT_DP <= 128)
-#define SPLAT_PRODUCER_REGS (SPLAT_WGS > 1 ? 120 : 112) /* items, interval tables, the gather */
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS > 1 ? 192 : 144)
+#define SPLAT_WS_REG_SPLIT (SPLAT_WGS > 1 || SPLAT_DP <= 128)
+#define SPLAT_PRODUCER_REGS \
+  (SPLAT_WGS == 1 ? 112 : SPLAT_DP > 128 ? 104 : 120) /* items, interval tables, the gather */
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS == 1 ? 144 : SPLAT_DP > 128 ? 200 : 192)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -200,9 +206,6 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
                                      const float (&m)[2], const float (&l)[2], int64_t b, int64_t h,
                                      const int *sRow, unsigned char *sQb, int cw, int warp,
                                      int lane, int nrows, const unsigned char *sStaged) {
-  static_assert(SPLAT_DP == 64 || SPLAT_DP == 128 || SPLAT_DP == 256,
-                "the staged epilogue covers rows of 64, 128 or 256 columns: a pass of 32 lanes "
-                "takes whole rows");
   const int t = lane & 3;
   const int64_t lse_bh = b * P.lse.s0 + h * P.lse.s1, out_bh = b * P.out.s0 + h * P.out.s1;
   constexpr bool part = SPLAT_ATTN_PASS == 1 && SPLAT_ROWPART_HALF; /* to the workspace */
@@ -261,34 +264,40 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     }
   }
   __syncwarp();
-  /* The warp's 16 rows: CH 16-byte chunks each, 32 / CH rows per pass. With at most four
-   * passes (head_dim 64), every pass's shared memory loads first (rows past nrows read the
-   * block's unused entries), then predicated stores: the loads' latency is paid once, not
-   * before each store (1-3% faster at head_dim 64). The eight passes of head_dim 128 keep a
-   * load and a store per pass: the grouped form was 1-2% slower there (bench/NOTES.md v8). */
-  constexpr int CH = SPLAT_DP / 8, RPP = 32 / CH, NP = 16 / RPP;
-  const int rw = 64 * cw + 16 * warp + lane / CH, ch = lane % CH;
-  /* Row `row`'s chunk ch: of the output, or of pass 1's workspace row. */
-  unsigned char *const dst0 = part ? part_bh + 16 * ch
-                                   : (unsigned char *)((uint16_t *)P.out.data + out_bh + 8 * ch);
+  /* The warp's 16 rows: CH 16-byte chunks each, in NP passes of 32 lanes; lane l of pass i
+   * takes chunk (32 i + l) % CH of row (32 i + l) / CH (32 / CH whole rows a pass where CH
+   * divides 32; at 192 columns a row's 24 chunks straddle passes). With at most four passes
+   * (head_dim 64), every pass's shared memory loads first (rows past nrows read the block's
+   * unused entries), then predicated stores: the loads' latency is paid once, not before
+   * each store (1-3% faster at head_dim 64). The eight passes of head_dim 128 keep a load
+   * and a store per pass: the grouped form was 1-2% slower there (bench/NOTES.md v8). */
+  constexpr int CH = SPLAT_DP / 8, NP = 16 * CH / 32;
+  const int rw0 = 64 * cw + 16 * warp;
+  auto slot_row = [&](int i) {
+    return 32 % CH == 0 ? rw0 + 32 / CH * i + lane / CH : rw0 + (32 * i + lane) / CH;
+  };
+  auto slot_ch = [&](int i) { return 32 % CH == 0 ? lane % CH : (32 * i + lane) % CH; };
+  /* Row 0's chunk 0: of the output, or of pass 1's workspace row. */
+  unsigned char *const dst0 = part ? part_bh : (unsigned char *)((uint16_t *)P.out.data + out_bh);
   const int64_t dst_row = part ? part_bytes : P.out.s2 * 2;
   if constexpr (NP <= 4) {
     uint4 v[NP];
     int orow[NP];
 #pragma unroll
     for (int i = 0; i < NP; i++) {
-      v[i] = *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(rw + RPP * i, ch));
-      orow[i] = sRow[rw + RPP * i];
+      v[i] = *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(slot_row(i), slot_ch(i)));
+      orow[i] = sRow[slot_row(i)];
     }
 #pragma unroll
     for (int i = 0; i < NP; i++)
-      splat_st16_if(dst0 + (int64_t)orow[i] * dst_row, v[i], rw + RPP * i < nrows && ch < SPLAT_JH);
+      splat_st16_if(dst0 + 16 * slot_ch(i) + (int64_t)orow[i] * dst_row, v[i],
+                    slot_row(i) < nrows && slot_ch(i) < SPLAT_JH);
   } else {
 #pragma unroll
     for (int i = 0; i < NP; i++) {
-      const int r = rw + RPP * i;
+      const int r = slot_row(i), ch = slot_ch(i);
       if (r < nrows && ch < SPLAT_JH) /* chunks past head_dim: not stored */
-        *(uint4 *)(dst0 + (int64_t)sRow[r] * dst_row) =
+        *(uint4 *)(dst0 + 16 * ch + (int64_t)sRow[r] * dst_row) =
             *(const uint4 *)(sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch));
     }
   }
@@ -369,8 +378,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * item's segments are loaded as it starts, before the wait for its Q buffer, and the
      * interval tables of its first run are built from them, not by two dependent global
      * loads on the producer's chain (bench/NOTES.md v23, v24). Other kernels compile as
-     * without it. */
-    constexpr bool seg_ahead = SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2;
+     * without it: above 128 columns the producer has 104 registers, too few for it. */
+    constexpr bool seg_ahead =
+        SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2 && SPLAT_DP <= 128;
     int64_t ns0 = 0, ns1 = 0;
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
@@ -597,12 +607,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         if constexpr (SPLAT_DP <= 128) {
           splat_wgmma_rs<SPLAT_DT, SPLAT_DP, 1>(o, a[kk], d, 1);
         } else {
-          /* Head_dim 256 as two N = 128 products: columns 128 h .. of O (registers 64 h ..,
-           * the accumulator layout's n8 blocks in order) on V's panels 2 h, 2 h + 1. */
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            splat_wgmma_rs<SPLAT_DT, 128, 1>(*(float(*)[64])(o + 64 * h), a[kk],
-                                             splat_wgmma_desc_add(d, h * 2 * SPLAT_KT * 128), 1);
+          /* 192 or 256 columns as an N = 128 product and an N = 64 or 128 one: columns 128 ..
+           * of O (registers 64 .., the accumulator layout's n8 blocks in order) on V's panels
+           * 2 and on. */
+          constexpr int N2 = SPLAT_DP > 128 ? SPLAT_DP - 128 : 64; /* (a compiled branch) */
+          splat_wgmma_rs<SPLAT_DT, 128, 1>(*(float(*)[64])o, a[kk], d, 1);
+          splat_wgmma_rs<SPLAT_DT, N2, 1>(*(float(*)[N2 / 2])(o + 64), a[kk],
+                                          splat_wgmma_desc_add(d, 2 * SPLAT_KT * 128), 1);
         }
       }
     };
@@ -697,12 +708,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
-    /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). */
+    /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). At 192 columns
+     * with two warpgroups (200 registers a consumer), Q's descriptor comes through an opaque
+     * copy at each call: otherwise the compiler keeps every k16 step's descriptor in
+     * registers over the walk (24 of them; f16's pass 1 then spilled). */
     auto issue_s_on = [&](float(&s)[SPLAT_NS], uint64_t kdesc) {
+      const uint64_t qd = SPLAT_DP == 192 && SPLAT_WGS > 1 ? splat_opaque(qdesc) : qdesc;
 #pragma unroll
       for (int kk = 0; kk < (SPLAT_HEAD_DIM + 15) / 16; kk++) { /* not the zero columns */
         splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(
-            s, splat_wgmma_desc_add(qdesc, splat_wgmma_k_step<SPLAT_TQ>(kk)),
+            s, splat_wgmma_desc_add(qd, splat_wgmma_k_step<SPLAT_TQ>(kk)),
             splat_wgmma_desc_add(kdesc, splat_wgmma_k_step<SPLAT_KT>(kk)), kk > 0);
       }
     };

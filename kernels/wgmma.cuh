@@ -112,6 +112,14 @@ SPLAT_DEV uint64_t splat_wgmma_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) 
          ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | (SPLAT_WGMMA_SWIZZLE_128B << 62);
 }
 
+/* x, through an instruction the compiler cannot move out of a loop: values derived from it
+ * are computed where they are used, not kept in registers from before the loop. */
+SPLAT_DEV uint64_t splat_opaque(uint64_t x) {
+  uint64_t y;
+  asm volatile("mov.b64 %0, %1;" : "=l"(y) : "l"(x));
+  return y;
+}
+
 /* A descriptor moved by `bytes` (multiple of 16): the start address is the low field, and
  * shared addresses stay below 2^18, so a plain add never carries out of it. */
 SPLAT_DEV uint64_t splat_wgmma_desc_add(uint64_t desc, uint32_t bytes) {

@@ -313,19 +313,33 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472 + 2 * 48);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
-  /* Head_dim 168 .. 256: the warp-specialised kernel as 256 columns, one consumer
-   * warpgroup, the same shared memory; 136 .. 160 the mma.sync kernel (bench/NOTES.md v35). */
+  /* Head_dim 200 .. 256: the warp-specialised kernel as 256 columns, one consumer
+   * warpgroup, the same shared memory; 136 .. 192 as 192 columns with two (one where the
+   * query tiles have 64 rows or the environment asks for one), the same shared memory
+   * (bench/NOTES.md v35, v36). */
   splat__kspec_plan(sp, SPLAT_BF16, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   const int smem256 = splat__kspec_tile_smem(a);
   CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2);
+  splat__kspec_plan(sp, SPLAT_F16, 200, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_smem(a) == smem256);
   splat__kspec_plan(sp, SPLAT_BF16, 192, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2 && splat__kspec_tile_smem(a) == smem256);
-  splat__kspec_plan(sp, SPLAT_F16, 168, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == smem256);
-  splat__kspec_plan(sp, SPLAT_BF16, 160, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->tile && !a->wgmma);
-  splat__kspec_plan(sp, SPLAT_BF16, 136, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->tile && !a->wgmma);
+  const int smem192 = splat__kspec_tile_smem(a);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 2 && a->kt == 64);
+  /* Two Q buffers of 128 rows and 2 stages of 64-key K and V tiles, of 192 columns: 189 KB. */
+  CHECK(smem192 == 1024 + (2 * 128 + 2 * 2 * 64) * 384 + 8 * 8 + 2 * 128 * (16 + 4) + 2 * 4 * 16 +
+                       2 * 128 * 4 + 2 * 48);
+  splat__kspec_plan(sp, SPLAT_F16, 136, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && splat__kspec_tile_smem(a) == smem192);
+  splat__kspec_plan(sp, SPLAT_BF16, 160, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8); /* above head_dim 64 a tile's rows do not count */
+  splat__kspec_plan(sp, SPLAT_BF16, 160, 1, 64, 64, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 4); /* query tiles of 64 rows: one */
+  splat__kspec_plan(sp, SPLAT_BF16, 184, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
+  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2);
+  splat__kspec_plan(sp, SPLAT_F16, 192, 6, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && splat__kspec_tile_smem(a) <= 232448);
+  splat__kspec_plan(sp, SPLAT_F16, 192, 7, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 4); /* 7 segments a row: one warpgroup */
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* Query tiles of at most 64 rows (phase classes: strided(64) at 4096) at head_dim 64:
    * one consumer warpgroup, however many segments a row has (a two-pass plan's strided

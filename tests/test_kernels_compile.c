@@ -4,7 +4,11 @@
  * (splat__nvrtc_compile, no cache); fails on a compile error, any register spill (from
  * the runtime's ptxas report) or wgmma instructions ptxas serialises (its C7518 / C7520
  * "Potential Performance Loss" notes), and prints a table (kernel, arch, registers, spills,
- * stack, shared memory). Skips (and says so) only when NVRTC cannot be loaded. */
+ * stack, shared memory). Skips (and says so) only when NVRTC cannot be loaded.
+ * SPLAT_TEST_COMPILE_EVERY=N (scripts/test sets it for the sanitised build, whose NVRTC
+ * output is the plain build's): every source is still generated, but only every N-th
+ * program is compiled and checked, so the host code runs under the sanitisers at a
+ * fraction of the time (the plain build compiles them all). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,25 +206,34 @@ int main(void) {
   }
 
   /* The warp-specialised kernel's other head_dims (the GPU check's --dims): 48 as 64 columns,
-   * 96 and 120 as 128 (two consumer warpgroups), 192 and 256 as 256 (one), 16-bit: every
-   * epilogue at the most segments a row, and a two-pass plan's kernels at one and two
-   * segments (with two warpgroups also with the rows' segments loaded ahead). */
-  const int ws_dims[5] = {48, 96, 120, 256, 192};
+   * 96 and 120 as 128 (two consumer warpgroups), 136 and 192 as 192 (one at the most segments
+   * a row, two at 6), 256 as 256 (one), 16-bit: every epilogue at the most segments a row, and
+   * a two-pass plan's kernels at one and two segments (with two warpgroups and at most 128
+   * columns also with the rows' segments loaded ahead). */
+  const int ws_dims[6] = {48, 96, 120, 256, 192, 136};
   for (int t = 1; t < 3; t++) {
-    for (int d = 0; d < 5; d++) {
+    for (int d = 0; d < 6; d++) {
       splat__kspec s;
       splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], ws_dims[d],
                         SPLAT_MAX_SEGMENTS, 128, 128);
       splat__kspec w = s;
-      CHECK(splat__kspec_use_wgmma(&w, SPLAT__WGMMA_WS, 0, 0) && w.warps == (d >= 3 ? 4 : 8));
+      CHECK(splat__kspec_use_wgmma(&w, SPLAT__WGMMA_WS, 0, 0) &&
+            w.warps == (ws_dims[d] > 128 ? 4 : 8)); /* 8 segments: one above 128 columns */
       add_arch(&w, "sm_90a");
+      /* 192 columns: two consumer warpgroups up to 6 segments a row. */
+      splat__kspec w6 = s;
+      w6.max_segs = 6;
+      if (splat__kspec_ws_cols(ws_dims[d]) == 192) {
+        CHECK(splat__kspec_use_wgmma(&w6, SPLAT__WGMMA_WS, 0, 0) && w6.warps == 8);
+        add_arch(&w6, "sm_90a");
+      }
       for (int segs = 1; segs <= 2; segs++) {
         splat__kspec p = s;
         p.max_segs = segs;
         p.epi = SPLAT_EPI_PASS1;
         if (!splat__kspec_use_wgmma(&p, SPLAT__WGMMA_WS, 0, 0)) continue;
         add_program(&p, "sm_90a");
-        p.seg_ahead = p.warps == 8;
+        p.seg_ahead = p.warps == 8 && splat__kspec_ws_cols(p.head_dim) <= 128;
         if (p.seg_ahead) add_arch(&p, "sm_90a");
       }
     }
@@ -245,6 +258,21 @@ int main(void) {
         add(&s);
       }
     }
+  }
+
+  const char *every_env = getenv("SPLAT_TEST_COMPILE_EVERY");
+  const int every = every_env && atoi(every_env) > 1 ? atoi(every_env) : 1;
+  if (every > 1) {
+    int kept = 0;
+    for (int j = 0; j < njobs; j++) {
+      if (j % every == 0) {
+        jobs[kept++] = jobs[j];
+      } else {
+        free(jobs[j].src);
+      }
+    }
+    printf("SPLAT_TEST_COMPILE_EVERY=%d: compiling %d of the %d programs\n", every, kept, njobs);
+    njobs = kept;
   }
 
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

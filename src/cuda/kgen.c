@@ -222,22 +222,24 @@ static int dcode(splat_dtype d) {
 
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   const int hd = s->head_dim;
-  /* The warp-specialised kernel's head_dims: 40 .. 128 and 168 .. 256 (multiples of 8, run
-   * as 64, 128 or 256 columns: kernels/attention_ws.cuh SPLAT_DP); the wgmma kernel's 64 and
-   * 128. Head_dim 32 stays on the mma.sync kernel: as 64 columns the warp-specialised kernel
-   * ran windows and blocks 1.10-1.21x faster but longformer and BigBird 0.84-0.96x
-   * (bench/NOTES.md v26); so do 136 .. 160: as 256 columns, 0.85-1.07x it at 136 (192:
-   * 1.93-2.53x; v35). f32 stays on the mma.sync kernel (3xTF32). */
-  const int ws_dim = hd % 8 == 0 && ((hd >= 40 && hd <= 128) || (hd > 160 && hd <= 256));
+  /* The warp-specialised kernel's head_dims: 40 .. 256 (multiples of 8, run as 64, 128, 192
+   * or 256 columns: kernels/attention_ws.cuh SPLAT_DP); the wgmma kernel's 64 and 128.
+   * Head_dim 32 stays on the mma.sync kernel: as 64 columns the warp-specialised kernel ran
+   * windows and blocks 1.10-1.21x faster but longformer and BigBird 0.84-0.96x
+   * (bench/NOTES.md v26). f32 stays on the mma.sync kernel (3xTF32). */
+  const int ws_dim = hd % 8 == 0 && hd >= 40 && hd <= 256;
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || s->dt == SPLAT_F32 || !ws_dim || s->kt != 64 ||
       kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;
   if (hd > 128) {
-    /* Head_dim 168 .. 256 (the warp-specialised kernel, by the test above): one consumer
-     * warpgroup (O is 128 registers a thread), 64-key sub-tiles in 2 stages (64 KB each), one
-     * CTA an SM. */
+    /* Head_dim 136 .. 256 (the warp-specialised kernel, by the test above), 64-key
+     * sub-tiles in 2 stages, one CTA an SM. As 192 columns (136 .. 192), two consumer
+     * warpgroups by default (O is 96 registers a thread; stages of 48 KB; bench/NOTES.md
+     * v36) where rows have at most 6 segments (with 7, the consumers' 200 registers spill
+     * and the interval tables exceed the shared memory); as 256 (200 .. 256), one (O is
+     * 128 registers a thread; stages of 64 KB). */
     s->wgmma = SPLAT__WGMMA_WS;
-    s->warps = 4;
+    s->warps = hd <= 192 && warpgroups != 1 && s->max_segs <= 6 ? 8 : 4;
     s->stages = 2;
     return 1;
   }
@@ -408,7 +410,8 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
 /* splat__kspec_plan for a report, with K segments a row, key tiles of tile_k and query
  * tiles of at most tile_rows rows, under the environment's attention kernel; seg_ahead for
  * the attention tile kernel where `ahead` (rows in their own order, some runs predicated)
- * and the kernel takes it (two consumer warpgroups, at most two segments a row: the
+ * and the kernel takes it (two consumer warpgroups, at most 128 columns and two segments a
+ * row: the
  * producer's registers). */
 static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
                              int head_dim, int smem_optin, const char *arch, int segs, int tile_k,
@@ -419,8 +422,8 @@ static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat
   splat__kspec_plan(specs, dt, head_dim, segs, rep->tile_q, tile_k, tile_rows, smem_optin, arch,
                     kind, warpgroups, kt);
   splat__kspec *a = &specs[SPLAT__KOP_ATTENTION];
-  a->seg_ahead =
-      ahead && a->tile && a->wgmma == SPLAT__WGMMA_WS && a->warps == 8 && a->max_segs <= 2;
+  a->seg_ahead = ahead && a->tile && a->wgmma == SPLAT__WGMMA_WS && a->warps == 8 &&
+                 a->max_segs <= 2 && splat__kspec_ws_cols(head_dim) <= 128;
   return SPLAT_OK;
 }
 

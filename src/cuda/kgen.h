@@ -44,8 +44,8 @@ typedef struct splat__kspec {
   int program;     /* which of the op's kernels a source holds (SPLAT__KPROG_*) */
   int smem_optin;  /* the device's opt-in shared memory per CTA (0: sm_90's 227 KB): pass 2
                     * of two stages its rows where they fit (splat__kspec_tile_smem) */
-  int seg_ahead;   /* warp-specialised attention with two consumer warpgroups and at most
-                    * two segments a row, for a plan whose rows are in their own order and
+  int seg_ahead;   /* warp-specialised attention with two consumer warpgroups, at most 128
+                    * columns and two segments a row, for a plan whose rows are in their own order and
                     * some of whose runs are predicated: the producer loads each item's row
                     * segments as it starts (kernels/attention_ws.cuh SPLAT_WS_SEG_AHEAD) */
 } splat__kspec;
@@ -93,10 +93,10 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
  * specs. buf: host, cap chars. */
 void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
 
-/* Columns of the warp-specialised attention kernel's tiles at head_dim hd: 64, 128 or 256
- * (kernels/attention_ws.cuh SPLAT_DP). */
+/* Columns of the warp-specialised attention kernel's tiles at head_dim hd: 64, 128, 192 or
+ * 256 (kernels/attention_ws.cuh SPLAT_DP). */
 static inline int splat__kspec_ws_cols(int hd) {
-  return hd <= 64 ? 64 : hd <= 128 ? 128 : 256;
+  return hd <= 64 ? 64 : hd <= 128 ? 128 : hd <= 192 ? 192 : 256;
 }
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
 int splat__kspec_tile_smem(const splat__kspec *s);
@@ -126,10 +126,11 @@ const char *splat__kspec_template(splat__kop op);
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
  * it qualifies (64-key sub-tiles): SYNC at head_dim 64 or 128; WS at head_dim 128 with one
  * warpgroup takes the SYNC kernel instead; head_dim 40 .. 56 (as 64 columns: WS as at 64)
- * and 72 .. 120 (as 128: WS with two warpgroups only), multiples of 8; head_dim 256 only
- * WS, always one warpgroup and 2 stages. kt: keys per sub-tile of WS, 0 (default: 128
- * at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128 (where
- * allowed). Returns 1 when it switched. */
+ * and 72 .. 120 (as 128: WS with two warpgroups only), multiples of 8; head_dim 136 .. 192
+ * (as 192) only WS, two warpgroups by default (one above 6 segments a row), 2 stages; 200 ..
+ * 256 (as 256) only WS, always one warpgroup and 2 stages. kt: keys per sub-tile of WS, 0
+ * (default: 128 at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128
+ * (where allowed). Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
 
 /* The R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (wgmma, 3xTF32

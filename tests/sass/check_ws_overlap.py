@@ -35,8 +35,10 @@ CONFIGS = [
     ("d64, 64-key sub-tiles", {"SPLAT_ATTN_KT": "64"}, WINDOW, 64, 64, "_seg1_sa"),
     ("d128", {}, WINDOW, 128, 64, "_seg1_sa"),
     ("d64, one consumer warpgroup", {"SPLAT_ATTN_WARPGROUPS": "1"}, WINDOW, 64, 64, "_seg1"),
-    # Head_dim 96 as 128 columns (two consumer warpgroups), 256 (one, no register split).
+    # Head_dim 96 as 128 columns (two consumer warpgroups), 192 (two, no segments ahead),
+    # 256 (one, no register split).
     ("d96", {}, WINDOW, 96, 64, "_seg1_sa"),
+    ("d192", {}, WINDOW, 192, 64, "_seg1"),
     ("d256", {}, WINDOW, 256, 64, "_seg1"),
     # The other epilogues (kernels/params.cuh SPLAT_EPI_*): split tiles' chunks, asked for
     # by a split, and the passes of a two-pass plan, whose second merges the first's rows.
