@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench_fused.py — splat's fused attention forward against its peers on one GPU.
 
-For each case (pattern spec, seq, head_dim; heads 16, batch 2, batch 1 at 65536) it
+For each case (pattern spec, seq, head_dim; heads 16, batch 2, batch 1 at 65536; with
+--heads-kv H, grouped-query attention: K and V of H heads) it
 runs, in one process on the same inputs:
   splat    splat.torch.attention (the fused kernel; plan creation timed separately)
   flex     torch.compile(flex_attention) with a BlockMask built once by create_block_mask
@@ -355,11 +356,12 @@ def splat_setup(ctx, case, peer: str = "splat"):
     pattern, B, D = case["pattern"], case["batch"], case["head_dim"]
     code = _lib.dtype_code(str(case["dtype"]), "q")
     t0 = time.perf_counter()
-    plan = plan_cache.get(pattern, B, HEADS, HEADS, D, code, ctx.device, _lib.OPS_ATTENTION)
+    HKV = case["heads_kv"]
+    plan = plan_cache.get(pattern, B, HEADS, HKV, D, code, ctx.device, _lib.OPS_ATTENTION)
     first_ms = (time.perf_counter() - t0) * 1e3
     report = plan.report()
     t0 = time.perf_counter()
-    Plan(pattern, B, HEADS, HEADS, D, code, ctx.device, _lib.OPS_ATTENTION)  # kernels in memory: analysis + load
+    Plan(pattern, B, HEADS, HKV, D, code, ctx.device, _lib.OPS_ATTENTION)  # kernels in memory: analysis + load
     again_ms = (time.perf_counter() - t0) * 1e3
     compiled = int(report["kernels_compiled"])
     how = f"cold: {compiled} kernels compiled" if compiled else "no kernel compiled: cache hit"
@@ -422,12 +424,13 @@ def flex_setup(ctx, case):
     case["flex_mask_ms"], case["flex_mask_first_ms"], case["flex_mask_build"] = build_ms, first_ms, mode
     case["notes"]["flex"] = note
     aux = ctx.flex_aux
+    gqa = case["heads_kv"] != HEADS
 
     def run(q, k, v):
         if aux is not None:
-            out, extra = ctx.flex(q, k, v, block_mask=block_mask, return_aux=aux(lse=True))
+            out, extra = ctx.flex(q, k, v, block_mask=block_mask, return_aux=aux(lse=True), enable_gqa=gqa)
             return out, extra.lse
-        return ctx.flex(q, k, v, block_mask=block_mask, return_lse=True)
+        return ctx.flex(q, k, v, block_mask=block_mask, return_lse=True, enable_gqa=gqa)
 
     return run
 
@@ -437,10 +440,11 @@ def sdpa_setup(ctx, case):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     case["notes"]["sdpa"] = "dense, no mask (flash backend)"
+    gqa = case["heads_kv"] != HEADS
 
     def run(q, k, v):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v), None
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa), None
 
     return run
 
@@ -450,6 +454,8 @@ def masked_setup(ctx, case):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     S = case["seq"]
+    if case["heads_kv"] != HEADS:
+        raise Skip("grouped-query attention: not set up for this peer")
     if S * S > MASKED_MAX_BYTES:
         raise Skip(f"the boolean mask would take {S * S / 2**30:.1f} GiB (limit {MASKED_MAX_BYTES / 2**30:.0f})")
     pred = torch_predicate(case["spec"], S, ctx.device)
@@ -476,6 +482,8 @@ def unfused_setup(ctx, case):
     runs these on numpy only, so the plan's C functions get torch CUDA pointers."""
     torch = ctx.torch
     B, S, D, dtype = case["batch"], case["seq"], case["head_dim"], case["dtype"]
+    if case["heads_kv"] != HEADS:
+        raise Skip("grouped-query attention: not set up for this peer")
     plan = plan_cache.get(
         case["pattern"], B, HEADS, HEADS, D, _lib.dtype_code(str(dtype), "q"), ctx.device, _lib.OPS_UNFUSED
     )
@@ -532,13 +540,14 @@ class Context:
 
 
 def input_sets(ctx, case) -> list:
-    """Enough (q, k, v) sets that together they exceed twice the L2 (plus one)."""
+    """Enough (q, k, v) sets that together they exceed twice the L2 (plus one); k and v of
+    heads_kv heads."""
     torch = ctx.torch
-    shape = (case["batch"], HEADS, case["seq"], case["head_dim"])
-    set_bytes = 3 * math.prod(shape) * torch.finfo(case["dtype"]).bits // 8
+    shapes = [(case["batch"], h, case["seq"], case["head_dim"]) for h in (HEADS, case["heads_kv"], case["heads_kv"])]
+    set_bytes = sum(math.prod(shape) for shape in shapes) * torch.finfo(case["dtype"]).bits // 8
     n = min(8, 1 + -(-2 * ctx.l2_bytes // set_bytes))
     gen = torch.Generator(device=ctx.device).manual_seed(case["seq"] + case["head_dim"])
-    return [tuple(torch.randn(shape, dtype=case["dtype"], device=ctx.device, generator=gen) for _ in range(3))
+    return [tuple(torch.randn(shape, dtype=case["dtype"], device=ctx.device, generator=gen) for shape in shapes)
             for _ in range(n)]
 
 
@@ -580,11 +589,12 @@ def run_peer(ctx, case, peer: str, sets: list, reference) -> Optional[tuple]:
     return None
 
 
-def run_case(ctx, spec: str, seq: int, head_dim: int, dtype, peers: List[str]) -> dict:
+def run_case(ctx, spec: str, seq: int, head_dim: int, dtype, peers: List[str], heads_kv: int = HEADS) -> dict:
     batch = 1 if seq >= 65536 else 2
     pattern = splat.Pattern(spec, seq)
     report = pattern.report()
-    case = {"spec": spec, "seq": seq, "batch": batch, "heads": HEADS, "head_dim": head_dim, "dtype": dtype,
+    case = {"spec": spec, "seq": seq, "batch": batch, "heads": HEADS, "heads_kv": heads_kv,
+            "head_dim": head_dim, "dtype": dtype,
             "pattern": pattern, "nnz": int(report["nnz"]), "density": float(report["density"]),
             "dense_key": (seq, batch, head_dim), "notes": {}, "peers": {p: {} for p in peers}}
     why = check_rows(spec, pattern, seq)
@@ -628,7 +638,8 @@ def fmt(x: Optional[float], spec: str, width: int) -> str:
 
 
 def case_title(case) -> str:
-    return (f"{case['spec']}  seq {case['seq']} batch {case['batch']} heads {case['heads']} "
+    kv = f" (kv {case['heads_kv']})" if case.get("heads_kv", case["heads"]) != case["heads"] else ""
+    return (f"{case['spec']}  seq {case['seq']} batch {case['batch']} heads {case['heads']}{kv} "
             f"d {case['head_dim']} {str(case['dtype']).replace('torch.', '')}")
 
 
@@ -668,7 +679,7 @@ def print_case(case, elapsed_case: float, elapsed_total: float) -> None:
 
 def json_line(case, meta: dict) -> str:
     row = dict(meta)
-    row.update({k: case[k] for k in ("spec", "seq", "batch", "heads", "head_dim", "nnz", "density")})
+    row.update({k: case[k] for k in ("spec", "seq", "batch", "heads", "heads_kv", "head_dim", "nnz", "density")})
     row["dtype"] = str(case["dtype"]).replace("torch.", "")
     for key in ("input_sets", "refused", "flagged", "same_nnz_window", "comparator_of", "splat_plan_ms",
                 "splat_plan_again_ms",
@@ -835,6 +846,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--specs", help="semicolon-separated pattern specs (default: the 8 of the suite)")
     ap.add_argument("--seqs", type=int_list, help="comma-separated seq lengths (default 4096,16384,65536)")
     ap.add_argument("--head-dims", type=int_list, help="comma-separated head dims (default 64,128)")
+    ap.add_argument("--heads-kv", type=int, default=HEADS,
+                    help=f"heads of K and V (default {HEADS}: one each; fewer, dividing {HEADS}: grouped-query "
+                    "attention, splat, FlexAttention and SDPA only)")
     ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16",
                     help="input dtype (default bf16; fp32 runs splat's 3xTF32 mma.sync kernel)")
     ap.add_argument("--quick", action="store_true", help="seq 4096 only (head_dim 64 and 128)")
@@ -862,6 +876,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     unknown = [p for p in args.peers if p not in PEERS + EXTRA_PEERS]
     if unknown:
         ap.error(f"unknown peers {unknown}: choose from {PEERS + EXTRA_PEERS}")
+    if args.heads_kv < 1 or HEADS % args.heads_kv:
+        ap.error(f"--heads-kv {args.heads_kv}: must divide the {HEADS} heads")
     if "splat" in args.peers:  # the reference for the others' errors: run it first
         args.peers.remove("splat")
         args.peers.insert(0, "splat")
@@ -968,7 +984,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 break
             print(f"\n== [{n}/{len(plan)}] {spec}  seq {seq}  d {d}", flush=True)
             t_case = time.perf_counter()
-            case = run_case(ctx, spec, seq, d, dtype, args.peers)
+            case = run_case(ctx, spec, seq, d, dtype, args.peers, args.heads_kv)
             if comparator_of:
                 case["comparator_of"] = comparator_of
             if same:
