@@ -282,15 +282,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
 #pragma unroll
             for (int r = 0; r < 4; r++)
               a[r] = splat_pack2<SPLAT_DT>(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
-#pragma unroll
-            for (int j = 0; j < SPLAT_DP / 8; j += 2) {
-              uint32_t bv[4];
-              splat_ldmatrix_x4_trans(
-                  bv, sv + (kk * 16 + (lane & 15)) * SPLAT_LD + 8 * j + (lane >> 4) * 8);
-              const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
-              splat_mma16816<SPLAT_DT>(o + 4 * j, a, b0);
-              splat_mma16816<SPLAT_DT>(o + 4 * j + 4, a, b1);
-            }
+            splat_mma_pv_k16<SPLAT_DT, SPLAT_DP / 8, SPLAT_LD>(a, sv, kk, lane,
+                                                               [&](int j) { return o + 4 * j; });
           }
 #endif
         }

@@ -235,6 +235,23 @@ SPLAT_DEV void splat_mma16816(float d[4], const uint32_t a[4], const uint32_t b[
   }
 }
 
+/* O += A V over k16 step kk on mma.sync: a, the A fragment of 16 rows x 16 keys (keys 16 kk
+ * ..); v, the stage's V (row stride LD elements, the head_dim columns contiguous); NB
+ * 8-column blocks of O, acc(j) the 4 floats of block j, two blocks a time from one
+ * ldmatrix.trans. The fused attention's and the R-SpMM's P V. */
+template <int DT, int NB, int LD, typename T, class Acc>
+SPLAT_DEV void splat_mma_pv_k16(const uint32_t (&a)[4], const T *v, int kk, int lane,
+                                const Acc &acc) {
+#pragma unroll
+  for (int j = 0; j < NB; j += 2) {
+    uint32_t bv[4];
+    splat_ldmatrix_x4_trans(bv, v + (kk * 16 + (lane & 15)) * LD + 8 * j + (lane >> 4) * 8);
+    const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
+    splat_mma16816<DT>(acc(j), a, b0);
+    splat_mma16816<DT>(acc(j + 1), a, b1);
+  }
+}
+
 /* d += a * b on a 16x8x8 tile of tf32 operands (raw tf32 bit patterns), fp32 accumulation. */
 SPLAT_DEV void splat_mma1688_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   asm volatile(

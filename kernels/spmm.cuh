@@ -411,15 +411,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           for (int kk = 0; kk < SPLAT_KT / 16; kk++) {
             uint32_t a[4];
             splat_ldmatrix_x4(a, wp + (lane & 15) * SPLAT_LDP + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-            for (int j = 0; j < SPLAT_DP / 8; j += 2) {
-              uint32_t bv[4];
-              splat_ldmatrix_x4_trans(
-                  bv, st + (kk * 16 + (lane & 15)) * SPLAT_LDV + 8 * j + (lane >> 4) * 8);
-              const uint32_t b0[2] = {bv[0], bv[1]}, b1[2] = {bv[2], bv[3]};
-              splat_mma16816<SPLAT_DT>(acc[j], a, b0);
-              splat_mma16816<SPLAT_DT>(acc[j + 1], a, b1);
-            }
+            splat_mma_pv_k16<SPLAT_DT, SPLAT_DP / 8, SPLAT_LDV>(a, st, kk, lane,
+                                                                [&](int j) { return acc[j]; });
           }
 #endif
         }
