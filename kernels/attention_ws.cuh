@@ -91,7 +91,8 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112
  * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows
- * (192 each of two: at 192 columns O is 96 of them). One consumer warpgroup above 128
+ * (192 each of two; above 128 columns, where O is 96 of them, 200 beside a producer of
+ * 104). One consumer warpgroup above 128
  * columns: one CTA an SM (its stages fill the shared memory), whose 256 threads get the
  * most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
