@@ -12,7 +12,9 @@
  * warpgroups of 64 query rows each; setmaxnreg moves registers from the producer to the
  * consumers.
  *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the
- *     consumers never decode items or read the plan's tiles) and Q (cp.async) into one of
+ *     consumers never decode items or read the plan's tiles) and Q (by TMA where the
+ *     item's rows are consecutive and P.qtma, except in kernels with segments ahead; else
+ *     cp.async) into one of
  *     two buffers (full and empty mbarriers per buffer: it loads item k+1 while the
  *     consumers finish item k); after the last item, a record with no rows ends the walk;
  *     then every sub-tile (SPLAT_KT keys: 64, or 128 at 64 columns) of the tile's key runs
@@ -424,6 +426,20 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       int *sRow = sRows + qb * SPLAT_TQ;
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
+      /* Q by TMA for items of consecutive rows (P.qtma): thread 0 issues a box per 64 rows and
+       * 64-column panel on the buffer's barrier, which expects their bytes (its arrival
+       * comes with the others', finish_q), zero-filled past seq_q (rows past the item's are
+       * loaded and dropped). Not in kernels with segments ahead: there it made the producer
+       * spill (at 120 registers, however placed: bench/NOTES.md v43). */
+      auto load_q = [&](int first) {
+        splat_mbar_expect_tx(&qfull[qb], SPLAT_TILE_BYTES(SPLAT_TQ));
+#pragma unroll
+        for (int p = 0; p < SPLAT_DP / 64; p++)
+#pragma unroll
+          for (int hb = 0; hb < SPLAT_TQ / 64; hb++)
+            splat_tma_load_5d(sQb + p * SPLAT_TQ * 128 + hb * 64 * 128, &P.qmap, &qfull[qb],
+                              64 * p, 0, first + 64 * hb, (int)h, (int)b);
+      };
       if (threadIdx.x < SPLAT_TQ) sRow[threadIdx.x] = row;
       if (threadIdx.x == 0) {
         const int slot = P.pat.slots ? P.pat.slots[it.ti] : -1;
@@ -435,15 +451,22 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
       }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
-      splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
-          P.q, b, h, sRow, nrows,
-          [&](int r, int ch) { return sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
-      splat_cp_async_commit();
+      /* By TMA where the item's rows are consecutive (P.qtma and a vote), else gathered. */
+      if (!seg_ahead && P.qtma &&
+          splat_bar_and(1, 128,
+                        (int)threadIdx.x >= nrows || sRow[threadIdx.x] == sRow[0] + (int)threadIdx.x)) {
+        if (threadIdx.x == 0) load_q(sRow[0]);
+      } else {
+        splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
+            P.q, b, h, sRow, nrows,
+            [&](int r, int ch) { return sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
+        splat_cp_async_commit();
+      }
       /* Q is waited for after the item's first sub-tile is issued (its interval tables
        * and loads go out under Q's), then the next item is fetched. */
       bool q_pending = true;
       auto finish_q = [&]() {
-        splat_cp_async_wait<0>();
+        splat_cp_async_wait<0>();  /* (none under TMA) */
         splat_fence_proxy_async(); /* this thread's copies -> visible to wgmma */
         splat_mbar_arrive(&qfull[qb]);
         q_pending = false;
@@ -789,6 +812,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       if (SPLAT_WS_STAGED) splat_mbar_wait(&pfull[cw], k & 1u);
       splat_ws_store_staged(P, o, m, l, tc.x, tc.y, sRow, sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ), cw,
                             warp, lane, nrows, sStaged);
+      /* The buffer's next Q may come by TMA (the async proxy): after these generic
+       * accesses. */
+      splat_fence_proxy_async();
       splat_mbar_arrive(&qempty[qb]);
     }
 #if SPLAT_ATTN_EPI == SPLAT_EPI_SPLIT || (SPLAT_ATTN_PASS == 1 && !SPLAT_ROWPART_HALF)

@@ -120,12 +120,14 @@ typedef struct splat_spmm_params {
  * split tiles (NULL without), [slots][batch * heads][part_rows][head_dim + 2] fp32: a
  * chunk's unnormalised O, then its running max m (base 2) and sum l per row. kmap, vmap:
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
- * tma is 1 (else every key sub-tile is gathered). Two-pass plans (tile_plan.h
+ * tma is 1 (else every key sub-tile is gathered); qmap, Q's, valid when qtma is 1 (else
+ * every item's Q rows are gathered). Two-pass plans (tile_plan.h
  * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
  * rowpart ([batch * heads][seq_q] rows of SPLAT_ROWPART_BYTES, by original row) instead of
  * writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
+  splat_tensor_map qmap; /* Q as rows of the sequence (qtma 1): items of consecutive rows */
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
   float *part;
@@ -135,7 +137,7 @@ typedef struct splat_attention_params {
   float scale_log2; /* scale * log2(e) */
   float scale;
   int32_t part_rows; /* rows per slot: the plan's tile_q */
-  int32_t tma;
+  int32_t tma, qtma;
 } splat_attention_params;
 
 /* Bytes per row of a two-pass plan's workspace rowpart: pass 1's unnormalised O, then its

@@ -399,6 +399,18 @@ SPLAT_DEV void splat_bar_sync(int id, int nthreads) {
 SPLAT_DEV void splat_bar_arrive(int id, int nthreads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(nthreads) : "memory");
 }
+/* Named barrier `id` over `nthreads` that also returns whether `pred` holds in every one
+ * of them (bar.red.and). */
+SPLAT_DEV bool splat_bar_and(int id, int nthreads, bool pred) {
+  uint32_t all;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.and.pred q, %2, %3, p;\n"
+      "selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(all)
+      : "r"((uint32_t)pred), "r"(id), "r"(nthreads)
+      : "memory");
+  return all != 0;
+}
 
 /* ================================================================ mbarrier
  * A 64-bit shared-memory barrier. Phase protocol: init with the number of arrivals per
@@ -427,6 +439,18 @@ SPLAT_DEV void splat_mbar_fence_init() {
 SPLAT_DEV void splat_mbar_arrive(uint64_t *bar) {
 #if SPLAT_HAS_TMA
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(splat_smem_addr(bar)) : "memory");
+#else
+  __trap();
+#endif
+}
+/* Expects `bytes` more transaction bytes in this phase, without an arrival: a thread
+ * that arrives later anyway (before the phase can complete) issues the loads. */
+SPLAT_DEV void splat_mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
+#if SPLAT_HAS_TMA
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   splat_smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
 #else
   __trap();
 #endif

@@ -705,6 +705,28 @@ static void test_tma_views(void) {
   splat__tma_views none = {0, {0}, {0}};
   splat__tma_views_encode(&none, fake_encode, &k, &vt, 2, 3, 4096, 128, &prm);
   CHECK(prm.tma == 0);
+
+  /* Q [2][6][1000][96] f16 (6 heads on K's 3): the view of stride 1 over its own heads and
+   * rows, box {64, 1, 64}; no encoder or a refused map: gathered. */
+  static uint16_t qbuf[8];
+  splat_tensor q = splat_tensor_contiguous(qbuf, SPLAT_F16, 2, 6, 1000, 96);
+  memset(&fake_tma, 0, sizeof fake_tma);
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, &prm);
+  CHECK(prm.qtma == 1 && fake_tma.calls == 1 && fake_tma.addr == qbuf && fake_tma.dtype == 6);
+  CHECK(fake_tma.dims[0] == 96 && fake_tma.dims[1] == 1 && fake_tma.dims[2] == 1000 &&
+        fake_tma.dims[3] == 6 && fake_tma.dims[4] == 2);
+  CHECK(fake_tma.strides[0] == 192 && fake_tma.strides[1] == 192 &&
+        fake_tma.strides[2] == 1000ull * 192 && fake_tma.strides[3] == 6000ull * 192);
+  CHECK(fake_tma.box[0] == 64 && fake_tma.box[1] == 1 && fake_tma.box[2] == 64 &&
+        fake_tma.box[3] == 1 && fake_tma.box[4] == 1);
+  CHECK(((const unsigned char *)prm.qmap.opaque)[0] == 0xAB);
+  memset(&fake_tma, 0, sizeof fake_tma);
+  fake_tma.fail_at = 1;
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, &prm);
+  CHECK(prm.qtma == 0);
+  prm.qtma = 1;
+  splat__tma_q_encode(NULL, &q, 2, 6, 1000, 96, &prm);
+  CHECK(prm.qtma == 0);
 }
 
 /* Checks sub-tile ls of a run of group (p, d, w) from gathered index base against the

@@ -866,6 +866,10 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   if (tile_ok && attn_ws(p)) {
     splat__tma_views_encode(&p->views, drv->cuTensorMapEncodeTiled, k, v, plan->desc.batch,
                             plan->desc.heads_kv, plan->seq_k, plan->desc.head_dim, &prm);
+    /* Q by TMA where the keys are (SPLAT_ATTN_TMA=0 gathers both). */
+    if (prm.tma)
+      splat__tma_q_encode(drv->cuTensorMapEncodeTiled, q, plan->desc.batch, plan->desc.heads,
+                          plan->seq_q, plan->desc.head_dim, &prm);
   }
   return launch_op(plan, SPLAT__KOP_ATTENTION, tile_ok, &prm.shape, &prm, stream);
 }

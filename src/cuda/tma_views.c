@@ -72,9 +72,15 @@ void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn
   prm->tma = 1;
 }
 
+void splat__tma_q_encode(splat__tma_encode_fn encode, const splat_tensor *q, int64_t batch,
+                         int64_t heads, int64_t seq_q, int64_t head_dim,
+                         splat_attention_params *prm) {
+  prm->qtma = encode && encode_one(encode, &prm->qmap, q, 1, 1, batch, heads, seq_q, head_dim);
+}
+
 splat_status splat__tma_env(int *on) {
   return splat__env_switch("SPLAT_ATTN_TMA",
                            "key sub-tiles of the sm_90a fused attention loaded by TMA where their "
-                           "group allows",
+                           "group allows, and Q where an item's rows are consecutive",
                            "all gathered by cp.async", on);
 }
