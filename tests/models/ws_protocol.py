@@ -8,10 +8,16 @@ their sub-tiles are computed by every warpgroup), consumers skipping sub-tiles n
 their rows touches, and the P V of the last computed sub-tile pending until the next one
 is found, or finished at the first skip.
 
+An item's Q comes either by the producer's own copies (done before it arrives on qfull)
+or by TMA (on a random half of the items): the producer raises qfull's expected bytes
+(mbarrier.expect_tx) before its arrival and the bytes land later, in any order with
+everything else; qfull's phase completes once both are in.
+
 Checks, per random case: no deadlock; no stage, table or Q buffer overwritten while a
-consumer still reads it; no mbarrier wait more than one phase behind. With --old (the
-first version: the pending P V held across skips) it must find the deadlock, which shows
-the model can.
+consumer still reads it (nor a TMA's bytes landing in one); no Q read before its bytes
+landed; no mbarrier wait more than one phase behind. With --old (the first version: the
+pending P V held across skips) it must find the deadlock, which shows the model can; with
+the expected bytes raised after the arrival instead of before, a stale Q.
 
 A second model covers pass 2's staged rows (SPLAT_WS_STAGED): per item, a consumer
 warpgroup's threads meet at its named barrier, each issues the cp.async copies of its
@@ -34,12 +40,25 @@ class Barrier:
     arrivals = 0  # over all barriers: progress, for the deadlock check
 
     def __init__(self, count):
-        self.count, self.arrived, self.done = count, 0, 0
+        self.count, self.arrived, self.done, self.tx = count, 0, 0, 0
 
     def arrive(self):
         Barrier.arrivals += 1
         self.arrived += 1
-        if self.arrived == self.count:
+        self.complete_if_due()
+
+    def expect_tx(self):
+        """mbarrier.expect_tx: one more transfer (a TMA's bytes) before the phase completes."""
+        self.tx += 1
+
+    def complete_tx(self):
+        """A transfer's bytes have landed."""
+        Barrier.arrivals += 1
+        self.tx -= 1
+        self.complete_if_due()
+
+    def complete_if_due(self):
+        if self.arrived == self.count and self.tx == 0:
             self.arrived, self.done = 0, self.done + 1
 
     def ready(self, use):
@@ -48,7 +67,7 @@ class Barrier:
         return (self.done & 1) != (use & 1) if use >= 0 else True
 
 
-def run_case(seed, old=False):
+def run_case(seed, old=False, late_tx=False):
     rnd = random.Random(seed)
     stages, wgs = rnd.choice([2, 3, 4]), rnd.choice([1, 2])
     items = []  # per item: sub-tiles per run, whether each run is predicated, and per
@@ -66,7 +85,14 @@ def run_case(seed, old=False):
     empty = [Barrier(wgs) for _ in range(stages)]
     qfull, qempty = [Barrier(1), Barrier(1)], [Barrier(wgs), Barrier(wgs)]
     stage, table, qbuf = [None] * stages, [None] * stages, [None, None]
+    qdata, q_flight = [None, None], []  # the Q rows in each buffer; TMA loads not landed
     stage_readers, q_readers = [set() for _ in range(stages)], [set(), set()]
+    by_tma = [rnd.random() < 0.5 for _ in items]
+
+    def arrive_q(b, k):
+        qfull[b].arrive()
+        if late_tx and by_tma[k]:
+            qfull[b].expect_tx()
 
     def producer():
         n = R = 0
@@ -75,7 +101,13 @@ def run_case(seed, old=False):
             while not qempty[b].ready((k >> 1) - 1):
                 yield
             assert not q_readers[b], "Q buffer overwritten while read"
-            qbuf[b] = k
+            qbuf[b] = k  # the task and row ids: the producer's own writes
+            if by_tma[k]:
+                if not late_tx:
+                    qfull[b].expect_tx()
+                q_flight.append((b, k))
+            else:
+                qdata[b] = k
             yield
             q_pending = True  # v4.6: Q's wait and qfull after the item's first sub-tile
             for li, nsub in enumerate(runs):
@@ -91,11 +123,11 @@ def run_case(seed, old=False):
                     full[st].arrive()
                     n += 1
                     if q_pending:
-                        qfull[b].arrive()
+                        arrive_q(b, k)
                         q_pending = False
                 R += 1
             if q_pending:
-                qfull[b].arrive()
+                arrive_q(b, k)
         k = len(items)  # the end task: the consumers learn the walk's end from it
         b = k & 1
         while not qempty[b].ready((k >> 1) - 1):
@@ -113,6 +145,7 @@ def run_case(seed, old=False):
             if qbuf[b] == "end":  # the task names the item; the consumer never counts them
                 break
             assert qbuf[b] == k
+            assert qdata[b] == k, "Q read before its bytes landed"
             runs, pred, touched = items[qbuf[b]]
             q_readers[b].add(w)
             order = [(li, ls) for li, nsub in enumerate(runs) for ls in range(nsub)]
@@ -158,15 +191,24 @@ def run_case(seed, old=False):
                 yield
             R += len(runs)
             yield  # the epilogue reads the row ids of buffer b
-            assert qbuf[b] == k
+            assert qbuf[b] == k and qdata[b] == k
             q_readers[b].discard(w)
             qempty[b].arrive()
             k += 1
 
-    alive = [producer()] + [consumer(w) for w in range(wgs)]
+    def tma_engine():
+        while True:
+            if q_flight and rnd.random() < 0.3:
+                b, k = q_flight.pop(rnd.randrange(len(q_flight)))
+                assert not q_readers[b], "a TMA's Q landed in a buffer being read"
+                qdata[b] = k
+                qfull[b].complete_tx()
+            yield
+
+    alive, engine = [producer()] + [consumer(w) for w in range(wgs)], tma_engine()
     last, idle = Barrier.arrivals, 0
     while alive:
-        actor = rnd.choice(alive)
+        actor = rnd.choice(alive + [engine])
         try:
             next(actor)
         except StopIteration:
@@ -272,10 +314,13 @@ def main():
     # The first version (the pending P V held across skips) must deadlock.
     failed, old_caught = tally(run_case, cases, "ring", old=True)
     print(f"{cases - failed} passed, {failed} failed; the first version fails {old_caught} of {cases}")
+    _, late_caught = tally(run_case, cases, "ring", late_tx=True)
+    print(f"with Q's expected bytes raised after the arrival, {late_caught} of {cases} fail")
     staging_failed, unguarded_caught = tally(run_staging_case, cases, "staging", barrier=False)
     print(f"pass 2's staged rows: {cases - staging_failed} passed, {staging_failed} failed; "
           f"without the named barrier {unguarded_caught} of {cases} fail")
-    ok = failed == 0 and old_caught > 0 and staging_failed == 0 and unguarded_caught > 0
+    ok = (failed == 0 and old_caught > 0 and late_caught > 0 and staging_failed == 0
+          and unguarded_caught > 0)
     sys.exit(0 if ok else 1)
 
 
