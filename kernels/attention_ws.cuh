@@ -452,9 +452,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       /* By TMA where the item's rows are consecutive (P.qtma and a vote), else gathered. */
-      if (!seg_ahead && P.qtma &&
-          splat_bar_and(1, 128,
-                        (int)threadIdx.x >= nrows || sRow[threadIdx.x] == sRow[0] + (int)threadIdx.x)) {
+      const int tx = (int)threadIdx.x;
+      if (!seg_ahead && P.qtma && splat_bar_and(1, 128, tx >= nrows || sRow[tx] == sRow[0] + tx)) {
         if (threadIdx.x == 0) load_q(sRow[0]);
       } else {
         splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(

@@ -3,8 +3,8 @@
  * maps, and, per call, the maps of K and V themselves. A view serves every group of one
  * (stride d, width w): K [batch][heads_kv][seq_k][D] seen as {D, d, seq_k / d, heads_kv,
  * batch} with box {64, w, 64 / w}, so the 64 gathered keys of a sub-tile that starts a
- * width-w piece are one box at (panel, phase, piece); Q's view is that of stride 1. Pure C except
- * the encode, which takes the driver's cuTensorMapEncodeTiled. */
+ * width-w piece are one box at (panel, phase, piece); Q's view is that of stride 1. Pure C
+ * except the encode, which takes the driver's cuTensorMapEncodeTiled. */
 #ifndef SPLAT_CUDA_TMA_VIEWS_H
 #define SPLAT_CUDA_TMA_VIEWS_H
 
