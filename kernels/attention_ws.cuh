@@ -13,8 +13,8 @@
  * consumers.
  *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the
  *     consumers never decode items or read the plan's tiles) and Q (by TMA where the
- *     item's rows are consecutive and P.qtma, except in kernels with segments ahead; else
- *     cp.async) into one of
+ *     item's rows step evenly by the pattern's row stride, P.pat.qstride, except in the
+ *     64-column kernels with segments ahead; else cp.async) into one of
  *     two buffers (full and empty mbarriers per buffer: it loads item k+1 while the
  *     consumers finish item k); after the last item, a record with no rows ends the walk;
  *     then every sub-tile (SPLAT_KT keys: 64, or 128 at 64 columns) of the tile's key runs
@@ -90,18 +90,32 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 #define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
+/* The producer loads each item's row segments as it starts (SPLAT_WS_SEG_AHEAD from the
+ * prelude: rows in their own order, some runs predicated) in kernels of at most two
+ * segments a row, two consumer warpgroups and at most 128 columns (the producer's fetch
+ * below). */
+#define SPLAT_WS_SA \
+  (SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2 && SPLAT_DP <= 128)
+/* Q by TMA in the kernels with segments ahead: at 128 columns only, where it gains 2-5%
+ * (bench/NOTES.md v47); their producer spills with it at 120 registers, and at 64 columns
+ * the 8 registers the consumers give up for it cost about what it gains. */
+#define SPLAT_WS_SA_QTMA (SPLAT_WS_SA && SPLAT_DP == 128)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (112
- * with one consumer warpgroup) and the consumers up to what the CTA's pool then allows
- * (192 each of two; above 128 columns, where O is 96 of them, 200 beside a producer of
- * 104). One consumer warpgroup above 128
+ * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (136
+ * with segments ahead and Q by TMA; 112 with one consumer warpgroup) and the consumers up
+ * to what the CTA's pool then allows (192 each of two, 184 beside 136: at 136 / 184 every
+ * kernel without segments ahead ran 2-6% slower at head_dim 64, bench/NOTES.md v44; above
+ * 128 columns, where O is 96 of them, 200 beside a producer of 104). One consumer
+ * warpgroup above 128
  * columns: one CTA an SM (its stages fill the shared memory), whose 256 threads get the
  * most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
 #define SPLAT_WS_REG_SPLIT (SPLAT_WGS > 1 || SPLAT_DP <= 128)
+/* The producer's registers hold the items, interval tables and the gather. */
 #define SPLAT_PRODUCER_REGS \
-  (SPLAT_WGS == 1 ? 112 : SPLAT_DP > 128 ? 104 : 120) /* items, interval tables, the gather */
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS == 1 ? 144 : SPLAT_DP > 128 ? 200 : 192)
+  (SPLAT_WGS == 1 ? 112 : SPLAT_DP > 128 ? 104 : SPLAT_WS_SA_QTMA ? 136 : 120)
+#define SPLAT_CONSUMER_REGS \
+  (SPLAT_WGS == 1 ? 144 : SPLAT_DP > 128 ? 200 : SPLAT_WS_SA_QTMA ? 184 : 192)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -382,8 +396,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * interval tables of its first run are built from them, not by two dependent global
      * loads on the producer's chain (bench/NOTES.md v23, v24). Other kernels compile as
      * without it: above 128 columns the producer has 104 registers, too few for it. */
-    constexpr bool seg_ahead =
-        SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2 && SPLAT_DP <= 128;
+    constexpr bool seg_ahead = SPLAT_WS_SA;
     int64_t ns0 = 0, ns1 = 0;
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
@@ -426,19 +439,24 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       int *sRow = sRows + qb * SPLAT_TQ;
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
-      /* Q by TMA for items of consecutive rows (P.qtma): thread 0 issues a box per 64 rows and
-       * 64-column panel on the buffer's barrier, which expects their bytes (its arrival
-       * comes with the others', finish_q), zero-filled past seq_q (rows past the item's are
-       * loaded and dropped). Not in kernels with segments ahead: there it made the producer
-       * spill (at 120 registers, however placed: bench/NOTES.md v43). */
+      /* Q by TMA for items whose rows step by the pattern's stride (qstride: 1 for
+       * consecutive rows, a phase class's stride for regrouped ones) within the rows its
+       * view covers (qmap[qm], the pattern's: bit qm of P.qtma): thread 0 issues a box per
+       * 64 rows and 64-column panel at (phase, position) = (first % qstride, first /
+       * qstride) on the buffer's barrier, which expects their bytes (its arrival comes with
+       * the others', finish_q), zero-filled past the view (rows past the item's are loaded
+       * and dropped). */
+      constexpr int qm = SPLAT_ATTN_PASS == 2;
       auto load_q = [&](int first) {
+        const int qs = P.pat.qstride;
+        const int ph = qs == 1 ? 0 : first % qs, at = qs == 1 ? first : first / qs;
         splat_mbar_expect_tx(&qfull[qb], SPLAT_TILE_BYTES(SPLAT_TQ));
 #pragma unroll
         for (int p = 0; p < SPLAT_DP / 64; p++)
 #pragma unroll
           for (int hb = 0; hb < SPLAT_TQ / 64; hb++)
-            splat_tma_load_5d(sQb + p * SPLAT_TQ * 128 + hb * 64 * 128, &P.qmap, &qfull[qb],
-                              64 * p, 0, first + 64 * hb, (int)h, (int)b);
+            splat_tma_load_5d(sQb + p * SPLAT_TQ * 128 + hb * 64 * 128, &P.qmap[qm], &qfull[qb],
+                              64 * p, ph, at + 64 * hb, (int)h, (int)b);
       };
       if (threadIdx.x < SPLAT_TQ) sRow[threadIdx.x] = row;
       if (threadIdx.x == 0) {
@@ -451,9 +469,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
       }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
-      /* By TMA where the item's rows are consecutive (P.qtma and a vote), else gathered. */
+      /* By TMA where the item's rows step by qstride inside the view (a vote), else
+       * gathered (always with segments ahead at 64 columns: SPLAT_WS_SA_QTMA). */
       const int tx = (int)threadIdx.x;
-      if (!seg_ahead && P.qtma && splat_bar_and(1, 128, tx >= nrows || sRow[tx] == sRow[0] + tx)) {
+      if ((!seg_ahead || SPLAT_WS_SA_QTMA) && ((P.qtma >> qm) & 1) &&
+          splat_bar_and(1, 128,
+                        tx >= nrows || (sRow[tx] == sRow[0] + P.pat.qstride * tx &&
+                                        sRow[tx] < P.pat.qcover))) {
         if (threadIdx.x == 0) load_q(sRow[0]);
       } else {
         splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(

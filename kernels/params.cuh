@@ -69,6 +69,10 @@ typedef struct splat_dev_pattern {
   const int32_t *slots;
   const int32_t *merge;
   int64_t seq_q, seq_k;
+  /* Q by TMA (the sm_90a warp-specialised kernel): the row stride qstride of the plan's
+   * query tiles (an item's rows q0, q0 + qstride, ...; 1: consecutive rows) and the rows
+   * its view covers, qcover = qstride x floor(seq_q / qstride) (cuda_backend.c q_view_of). */
+  int32_t qstride, qcover;
 } splat_dev_pattern;
 
 /* A 4-d strided tensor view. */
@@ -120,14 +124,15 @@ typedef struct splat_spmm_params {
  * split tiles (NULL without), [slots][batch * heads][part_rows][head_dim + 2] fp32: a
  * chunk's unnormalised O, then its running max m (base 2) and sum l per row. kmap, vmap:
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
- * tma is 1 (else every key sub-tile is gathered); qmap, Q's, valid when qtma is 1 (else
- * every item's Q rows are gathered). Two-pass plans (tile_plan.h
+ * tma is 1 (else every key sub-tile is gathered); qmap[i], Q's, seen with the row stride of
+ * the pattern the kernel runs (pat.qstride; [0] one-pass plans and pass 1, [1] pass 2),
+ * valid when bit i of qtma is set (else every item's Q rows are gathered). Two-pass plans (tile_plan.h
  * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
  * rowpart ([batch * heads][seq_q] rows of SPLAT_ROWPART_BYTES, by original row) instead of
  * writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
-  splat_tensor_map qmap; /* Q as rows of the sequence (qtma 1): items of consecutive rows */
+  splat_tensor_map qmap[2]; /* Q as rows of stride pat.qstride (qtma bit i) */
   splat_dev_pattern pat;
   splat_dev_tensor q, k, v, out, lse;
   float *part;

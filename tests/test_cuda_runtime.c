@@ -707,11 +707,13 @@ static void test_tma_views(void) {
   CHECK(prm.tma == 0);
 
   /* Q [2][6][1000][96] f16 (6 heads on K's 3): the view of stride 1 over its own heads and
-   * rows, box {64, 1, 64}; no encoder or a refused map: gathered. */
+   * rows, box {64, 1, 64}; no second stride: one map; no encoder or a refused map:
+   * gathered. */
   static uint16_t qbuf[8];
   splat_tensor q = splat_tensor_contiguous(qbuf, SPLAT_F16, 2, 6, 1000, 96);
+  const int32_t one_pass[2] = {1, 0}, two_pass[2] = {1, 64}, strided_only[2] = {0, 64};
   memset(&fake_tma, 0, sizeof fake_tma);
-  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, &prm);
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, one_pass, &prm);
   CHECK(prm.qtma == 1 && fake_tma.calls == 1 && fake_tma.addr == qbuf && fake_tma.dtype == 6);
   CHECK(fake_tma.dims[0] == 96 && fake_tma.dims[1] == 1 && fake_tma.dims[2] == 1000 &&
         fake_tma.dims[3] == 6 && fake_tma.dims[4] == 2);
@@ -719,13 +721,32 @@ static void test_tma_views(void) {
         fake_tma.strides[2] == 1000ull * 192 && fake_tma.strides[3] == 6000ull * 192);
   CHECK(fake_tma.box[0] == 64 && fake_tma.box[1] == 1 && fake_tma.box[2] == 64 &&
         fake_tma.box[3] == 1 && fake_tma.box[4] == 1);
-  CHECK(((const unsigned char *)prm.qmap.opaque)[0] == 0xAB);
+  CHECK(((const unsigned char *)prm.qmap[0].opaque)[0] == 0xAB);
+  /* Pass 2's rows 64 apart: {96, 64, 1000 / 64, 6, 2}, 64 rows a step; a refused first map
+   * leaves the second; a stride below 1 has none. */
+  memset(&fake_tma, 0, sizeof fake_tma);
+  memset(prm.qmap, 0, sizeof prm.qmap);
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, two_pass, &prm);
+  CHECK(prm.qtma == 3 && fake_tma.calls == 2);
+  CHECK(fake_tma.dims[0] == 96 && fake_tma.dims[1] == 64 && fake_tma.dims[2] == 15 &&
+        fake_tma.dims[3] == 6 && fake_tma.dims[4] == 2);
+  CHECK(fake_tma.strides[0] == 192 && fake_tma.strides[1] == 64ull * 192 &&
+        fake_tma.strides[2] == 1000ull * 192 && fake_tma.strides[3] == 6000ull * 192);
+  CHECK(fake_tma.box[0] == 64 && fake_tma.box[1] == 1 && fake_tma.box[2] == 64);
+  CHECK(((const unsigned char *)prm.qmap[1].opaque)[0] == 0xAB);
   memset(&fake_tma, 0, sizeof fake_tma);
   fake_tma.fail_at = 1;
-  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, &prm);
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, two_pass, &prm);
+  CHECK(prm.qtma == 2 && fake_tma.calls == 2);
+  memset(&fake_tma, 0, sizeof fake_tma);
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, strided_only, &prm);
+  CHECK(prm.qtma == 2 && fake_tma.calls == 1);
+  memset(&fake_tma, 0, sizeof fake_tma);
+  fake_tma.fail_at = 1;
+  splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, one_pass, &prm);
   CHECK(prm.qtma == 0);
   prm.qtma = 1;
-  splat__tma_q_encode(NULL, &q, 2, 6, 1000, 96, &prm);
+  splat__tma_q_encode(NULL, &q, 2, 6, 1000, 96, two_pass, &prm);
   CHECK(prm.qtma == 0);
 }
 

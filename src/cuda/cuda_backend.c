@@ -272,6 +272,27 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   return st;
 }
 
+/* Q by TMA in the warp-specialised attention kernel (kernels/params.cuh qstride, qcover):
+ * the row stride of plan t's query tiles is that of its first tile of two or more rows
+ * that step evenly (by a positive stride) in its row order; 1 without a permutation or such
+ * a tile. The kernel checks each item's rows against it. */
+static void q_view_of(const splat__tile_plan *t, int64_t seq_q, splat_dev_pattern *pat) {
+  int32_t d = 1;
+  for (int64_t i = 0; t->perm && i < t->ntiles; i++) {
+    const splat__query_tile *q = &t->tiles[i];
+    if (q->nrows < 2) continue;
+    const int32_t *r = t->perm + q->row_begin, step = r[1] - r[0];
+    int even = step >= 1;
+    for (int32_t j = 2; j < q->nrows && even; j++) even = r[j] - r[j - 1] == step;
+    if (even) {
+      d = step;
+      break;
+    }
+  }
+  pat->qstride = d;
+  pat->qcover = (int32_t)(seq_q / d * d);
+}
+
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
@@ -371,6 +392,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     p->pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[6]);
     p->pat.seq_q = a->seq_q;
     p->pat.seq_k = a->seq_k;
+    q_view_of(t, a->seq_q, &p->pat);
     p->ntiles = t->ntiles;
     p->regular_rows = t->regular_rows;
     p->attn_pat = p->pat;
@@ -398,6 +420,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_pat[k].runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[13 + 3 * k]);
       p->pass_pat[k].row_seg = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[17 + 2 * k]);
       p->pass_pat[k].segs = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[18 + 2 * k]);
+      q_view_of(&pass[k], a->seq_q, &p->pass_pat[k]);
       p->pass_ntiles[k] = pass[k].ntiles;
     }
     if (st == SPLAT_OK && npass) {
@@ -866,10 +889,13 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   if (tile_ok && attn_ws(p)) {
     splat__tma_views_encode(&p->views, drv->cuTensorMapEncodeTiled, k, v, plan->desc.batch,
                             plan->desc.heads_kv, plan->seq_k, plan->desc.head_dim, &prm);
-    /* Q by TMA where the keys are (SPLAT_ATTN_TMA=0 gathers both). */
+    /* Q by TMA where the keys are (SPLAT_ATTN_TMA=0 gathers both), seen with the row
+     * stride of each pass's tiles. */
+    const int32_t qstride[2] = {p->npass ? p->pass_pat[0].qstride : p->attn_pat.qstride,
+                                p->npass ? p->pass_pat[1].qstride : 0};
     if (prm.tma)
       splat__tma_q_encode(drv->cuTensorMapEncodeTiled, q, plan->desc.batch, plan->desc.heads,
-                          plan->seq_q, plan->desc.head_dim, &prm);
+                          plan->seq_q, plan->desc.head_dim, qstride, &prm);
   }
   return launch_op(plan, SPLAT__KOP_ATTENTION, tile_ok, &prm.shape, &prm, stream);
 }

@@ -73,14 +73,19 @@ void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn
 }
 
 void splat__tma_q_encode(splat__tma_encode_fn encode, const splat_tensor *q, int64_t batch,
-                         int64_t heads, int64_t seq_q, int64_t head_dim,
+                         int64_t heads, int64_t seq_q, int64_t head_dim, const int32_t qstride[2],
                          splat_attention_params *prm) {
-  prm->qtma = encode && encode_one(encode, &prm->qmap, q, 1, 1, batch, heads, seq_q, head_dim);
+  prm->qtma = 0;
+  for (int i = 0; i < 2 && encode; i++) {
+    if (qstride[i] >= 1 &&
+        encode_one(encode, &prm->qmap[i], q, qstride[i], 1, batch, heads, seq_q, head_dim))
+      prm->qtma |= 1 << i;
+  }
 }
 
 splat_status splat__tma_env(int *on) {
   return splat__env_switch("SPLAT_ATTN_TMA",
                            "key sub-tiles of the sm_90a fused attention loaded by TMA where their "
-                           "group allows, and Q where an item's rows are consecutive",
+                           "group allows, and Q where an item's rows step evenly",
                            "all gathered by cp.async", on);
 }

@@ -3,7 +3,8 @@
  * maps, and, per call, the maps of K and V themselves. A view serves every group of one
  * (stride d, width w): K [batch][heads_kv][seq_k][D] seen as {D, d, seq_k / d, heads_kv,
  * batch} with box {64, w, 64 / w}, so the 64 gathered keys of a sub-tile that starts a
- * width-w piece are one box at (panel, phase, piece); Q's view is that of stride 1. Pure C
+ * width-w piece are one box at (panel, phase, piece); Q's views are those of the rows'
+ * stride in the pattern's query tiles (1 where they are consecutive), width 1. Pure C
  * except the encode, which takes the driver's cuTensorMapEncodeTiled. */
 #ifndef SPLAT_CUDA_TMA_VIEWS_H
 #define SPLAT_CUDA_TMA_VIEWS_H
@@ -35,12 +36,14 @@ void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn
                              int64_t heads_kv, int64_t seq_k, int64_t head_dim,
                              splat_attention_params *prm);
 
-/* Fills prm->qmap from Q (as K above, [batch, heads, seq_q, head_dim]) as the view of
- * stride 1, width 1: box {64, 1, 64}, 64 consecutive rows of a 64-column panel, which the
- * kernel loads for items whose rows are consecutive; sets prm->qtma to 1, or to 0 (every
- * item's Q gathered) without an encoder or when the driver refuses the map. */
+/* Fills prm->qmap[i] from Q (as K above, [batch, heads, seq_q, head_dim]) as the view of
+ * stride qstride[i], width 1: box {64, 1, 64}, 64 rows qstride apart of a 64-column panel,
+ * which the kernel loads for items whose rows step so (i: 0 for one-pass plans and pass
+ * 1, 1 for pass 2; kernels/params.cuh); sets bit i of prm->qtma for each map encoded,
+ * none (every item's Q gathered) without an encoder, for a stride below 1, or where the
+ * driver refuses the map. */
 void splat__tma_q_encode(splat__tma_encode_fn encode, const splat_tensor *q, int64_t batch,
-                         int64_t heads, int64_t seq_q, int64_t head_dim,
+                         int64_t heads, int64_t seq_q, int64_t head_dim, const int32_t qstride[2],
                          splat_attention_params *prm);
 
 /* SPLAT_ATTN_TMA: 1 (the default, also when unset or empty) loads key sub-tiles through
