@@ -71,7 +71,8 @@ typedef struct splat_dev_pattern {
   int64_t seq_q, seq_k;
   /* Q by TMA (the sm_90a warp-specialised kernel): the row stride qstride of the plan's
    * query tiles (an item's rows q0, q0 + qstride, ...; 1: consecutive rows) and the rows
-   * its view covers, qcover = qstride x floor(seq_q / qstride) (cuda_backend.c q_view_of). */
+   * its view covers, qcover = qstride x floor(seq_q / qstride) (src/cuda/tma_views.c
+   * splat__tma_q_view). */
   int32_t qstride, qcover;
 } splat_dev_pattern;
 
@@ -126,10 +127,10 @@ typedef struct splat_spmm_params {
  * the tensor maps of K and V for each TMA view of the plan (sm_90a kernel), valid when
  * tma is 1 (else every key sub-tile is gathered); qmap[i], Q's, seen with the row stride of
  * the pattern the kernel runs (pat.qstride; [0] one-pass plans and pass 1, [1] pass 2),
- * valid when bit i of qtma is set (else every item's Q rows are gathered). Two-pass plans (tile_plan.h
- * splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O, m and l in
- * rowpart ([batch * heads][seq_q] rows of SPLAT_ROWPART_BYTES, by original row) instead of
- * writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
+ * valid when bit i of qtma is set (else every item's Q rows are gathered). Two-pass plans
+ * (tile_plan.h splat__tile_plan_passes): pass 1's kernel leaves each row's unnormalised O,
+ * m and l in rowpart ([batch * heads][seq_q] rows of SPLAT_ROWPART_BYTES, by original row)
+ * instead of writing out; pass 2's kernel merges them into its own result (SPLAT_EPI_*). */
 typedef struct splat_attention_params {
   splat_tensor_map kmap[SPLAT_TMA_VIEWS], vmap[SPLAT_TMA_VIEWS];
   splat_tensor_map qmap[2]; /* Q as rows of stride pat.qstride (qtma bit i) */

@@ -733,7 +733,8 @@ static void test_tma_views(void) {
   CHECK(fake_tma.strides[0] == 192 && fake_tma.strides[1] == 64ull * 192 &&
         fake_tma.strides[2] == 1000ull * 192 && fake_tma.strides[3] == 6000ull * 192);
   CHECK(fake_tma.box[0] == 64 && fake_tma.box[1] == 1 && fake_tma.box[2] == 64);
-  CHECK(((const unsigned char *)prm.qmap[1].opaque)[0] == 0xAB);
+  CHECK(((const unsigned char *)prm.qmap[0].opaque)[0] == 0xAB &&
+        ((const unsigned char *)prm.qmap[1].opaque)[0] == 0xAB);
   memset(&fake_tma, 0, sizeof fake_tma);
   fake_tma.fail_at = 1;
   splat__tma_q_encode(fake_encode, &q, 2, 6, 1000, 96, two_pass, &prm);
@@ -854,6 +855,80 @@ static void test_tma_view_keys(void) {
       "TMA view boxes: %lld of %lld view sub-tiles of the reference plans served, the rest "
       "gathered\n",
       (long long)plan_served, (long long)plan_subtiles);
+}
+
+/* The row stride of a plan's query tiles for Q by TMA: 1 without a permutation or in row
+ * order; else the even step that covers the most rows (short tiles, uneven tiles and
+ * single rows do not count); the view's rows end at the last whole stride. On hand-made
+ * plans, then on the plans of window, dilated and strided | window's two passes. */
+static void test_tma_q_view(void) {
+  splat__tile_plan t;
+  splat_dev_pattern pat;
+  memset(&t, 0, sizeof t);
+  memset(&pat, 0, sizeof pat);
+  splat__query_tile tl[5] = {{0, 2, 0, 1}, {2, 4, 0, 1}, {6, 3, 0, 1}, {9, 1, 0, 1}, {10, 1, 0, 1}};
+  t.tiles = tl;
+  t.ntiles = 5;
+  splat__tma_q_view(&t, 11, &pat); /* no permutation */
+  CHECK(pat.qstride == 1 && pat.qcover == 11);
+  /* A 2-row tile of step 5 first, 4 rows of step 3, 3 uneven rows, two single rows. */
+  int32_t perm[11] = {0, 5, 1, 4, 7, 10, 2, 3, 8, 6, 9};
+  t.perm = perm;
+  splat__tma_q_view(&t, 11, &pat);
+  CHECK(pat.qstride == 3 && pat.qcover == 9);
+  tl[1].nrows = 1; /* now only the step-5 tile steps evenly */
+  splat__tma_q_view(&t, 11, &pat);
+  CHECK(pat.qstride == 5 && pat.qcover == 10);
+  tl[0].nrows = 1;
+  splat__tma_q_view(&t, 11, &pat);
+  CHECK(pat.qstride == 1 && pat.qcover == 11);
+
+  static const struct {
+    const char *spec;
+    int64_t seq;
+    int32_t stride[3]; /* the single plan's, then the two passes' (0: one pass) */
+  } cases[] = {{"window(64)", 4096, {1, 0, 0}},
+               {"dilated(256,2)", 4096, {2, 0, 0}},
+               {"dilated(256,2)", 1001, {2, 0, 0}},
+               {"strided(64) | window(64)", 4096, {0, 1, 64}},
+               {"strided(64) | window(64)", 1000, {0, 1, 64}}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    splat_pattern *sp = NULL;
+    splat__acsr a;
+    splat__tile_plan plan, pass[2];
+    splat__acsr part[2];
+    splat__attn_pass_shape shape[2];
+    int np = 0;
+    CHECK(splat_pattern_parse(cases[c].spec, cases[c].seq, cases[c].seq, &sp) == SPLAT_OK);
+    CHECK(splat__acsr_build(sp, 0, &a) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&a, 128, 128, &plan) == SPLAT_OK);
+    CHECK(splat__attn_passes_plan(&a, &plan, 2, 16, 64, SPLAT_BF16, pass, part, shape, &np) ==
+          SPLAT_OK);
+    for (int k = 0; k < 3; k++) {
+      const int32_t want = cases[c].stride[k];
+      if (k == 0 && want) {
+        splat__tma_q_view(&plan, cases[c].seq, &pat);
+      } else if (k > 0 && want) {
+        CHECKF(np == 2, "%s at %lld: two passes", cases[c].spec, (long long)cases[c].seq);
+        if (np != 2) break;
+        splat__tma_q_view(&pass[k - 1], cases[c].seq, &pat);
+      } else {
+        continue;
+      }
+      CHECKF(pat.qstride == want && pat.qcover == cases[c].seq / want * want,
+             "%s at %lld, plan %d: Q stride %d covering %d rows", cases[c].spec,
+             (long long)cases[c].seq, k, pat.qstride, pat.qcover);
+    }
+    if (np == 2) {
+      for (int k = 0; k < 2; k++) {
+        splat__tile_plan_free(&pass[k]);
+        splat__pass_acsr_free(&part[k]);
+      }
+    }
+    splat__tile_plan_free(&plan);
+    splat__acsr_free(&a);
+    splat_pattern_destroy(sp);
+  }
 }
 
 /* ------------------------------------------------------------ two-pass attention */
@@ -1815,6 +1890,7 @@ int main(void) {
   test_kernel_programs();
   test_tma_views();
   test_tma_view_keys();
+  test_tma_q_view();
   test_tile_split();
   test_sddmm_split_ktiles();
   test_ptxas_parse();

@@ -272,27 +272,6 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   return st;
 }
 
-/* Q by TMA in the warp-specialised attention kernel (kernels/params.cuh qstride, qcover):
- * the row stride of plan t's query tiles is that of its first tile of two or more rows
- * that step evenly (by a positive stride) in its row order; 1 without a permutation or such
- * a tile. The kernel checks each item's rows against it. */
-static void q_view_of(const splat__tile_plan *t, int64_t seq_q, splat_dev_pattern *pat) {
-  int32_t d = 1;
-  for (int64_t i = 0; t->perm && i < t->ntiles; i++) {
-    const splat__query_tile *q = &t->tiles[i];
-    if (q->nrows < 2) continue;
-    const int32_t *r = t->perm + q->row_begin, step = r[1] - r[0];
-    int even = step >= 1;
-    for (int32_t j = 2; j < q->nrows && even; j++) even = r[j] - r[j - 1] == step;
-    if (even) {
-      d = step;
-      break;
-    }
-  }
-  pat->qstride = d;
-  pat->qcover = (int32_t)(seq_q / d * d);
-}
-
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
@@ -392,7 +371,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     p->pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[6]);
     p->pat.seq_q = a->seq_q;
     p->pat.seq_k = a->seq_k;
-    q_view_of(t, a->seq_q, &p->pat);
+    splat__tma_q_view(t, a->seq_q, &p->pat);
     p->ntiles = t->ntiles;
     p->regular_rows = t->regular_rows;
     p->attn_pat = p->pat;
@@ -420,7 +399,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_pat[k].runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[13 + 3 * k]);
       p->pass_pat[k].row_seg = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[17 + 2 * k]);
       p->pass_pat[k].segs = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[18 + 2 * k]);
-      q_view_of(&pass[k], a->seq_q, &p->pass_pat[k]);
+      splat__tma_q_view(&pass[k], a->seq_q, &p->pass_pat[k]);
       p->pass_ntiles[k] = pass[k].ntiles;
     }
     if (st == SPLAT_OK && npass) {

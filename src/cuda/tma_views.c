@@ -83,6 +83,39 @@ void splat__tma_q_encode(splat__tma_encode_fn encode, const splat_tensor *q, int
   }
 }
 
+void splat__tma_q_view(const splat__tile_plan *t, int64_t seq_q, splat_dev_pattern *pat) {
+  enum { STRIDES = 8 }; /* distinct strides counted; past them, not candidates */
+  int32_t step[STRIDES];
+  int64_t rows[STRIDES];
+  int n = 0;
+  for (int64_t i = 0; t->perm && i < t->ntiles; i++) {
+    const splat__query_tile *q = &t->tiles[i];
+    if (q->nrows < 2) continue;
+    const int32_t *r = t->perm + q->row_begin, d = r[1] - r[0];
+    int even = d >= 1;
+    for (int32_t j = 2; j < q->nrows && even; j++) even = r[j] - r[j - 1] == d;
+    if (!even) continue;
+    int c = 0;
+    while (c < n && step[c] != d) c++;
+    if (c == n) {
+      if (n == STRIDES) continue;
+      step[n] = d;
+      rows[n++] = 0;
+    }
+    rows[c] += q->nrows;
+  }
+  int32_t best = 1;
+  int64_t most = 0;
+  for (int c = 0; c < n; c++) {
+    if (rows[c] > most) {
+      most = rows[c];
+      best = step[c];
+    }
+  }
+  pat->qstride = best;
+  pat->qcover = (int32_t)(seq_q / best * best);
+}
+
 splat_status splat__tma_env(int *on) {
   return splat__env_switch("SPLAT_ATTN_TMA",
                            "key sub-tiles of the sm_90a fused attention loaded by TMA where their "

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../../kernels/params.cuh"
+#include "analysis/tile_plan.h"
 #include "cuda/cuda_types.h"
 #include "splat.h"
 
@@ -45,6 +46,13 @@ void splat__tma_views_encode(const splat__tma_views *views, splat__tma_encode_fn
 void splat__tma_q_encode(splat__tma_encode_fn encode, const splat_tensor *q, int64_t batch,
                          int64_t heads, int64_t seq_q, int64_t head_dim, const int32_t qstride[2],
                          splat_attention_params *prm);
+
+/* The row stride of plan t's query tiles for Q by TMA (kernels/params.cuh pat->qstride,
+ * pat->qcover): of the strides by which some tile's rows step evenly (tiles of two or more
+ * rows, in the plan's row order), the one covering the most rows; 1 without a permutation
+ * or such a tile. One stride per pattern: the kernel checks each item's rows against it
+ * and gathers those of other strides. */
+void splat__tma_q_view(const splat__tile_plan *t, int64_t seq_q, splat_dev_pattern *pat);
 
 /* SPLAT_ATTN_TMA: 1 (the default, also when unset or empty) loads key sub-tiles through
  * the views; 0 gathers every one by cp.async (a cross-check of the two paths); anything
