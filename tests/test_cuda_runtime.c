@@ -857,6 +857,18 @@ static void test_tma_view_keys(void) {
       (long long)plan_served, (long long)plan_subtiles);
 }
 
+/* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */
+static void free_plans(splat_pattern *p, splat__acsr *a, splat__tile_plan *t, int np,
+                       splat__tile_plan pass[2], splat__acsr part[2]) {
+  for (int k = 0; np == 2 && k < 2; k++) {
+    splat__tile_plan_free(&pass[k]);
+    splat__pass_acsr_free(&part[k]);
+  }
+  splat__tile_plan_free(t);
+  splat__acsr_free(a);
+  splat_pattern_destroy(p);
+}
+
 /* The row stride of a plan's query tiles for Q by TMA: 1 without a permutation or in row
  * order; else the even step that covers the most rows (short tiles, uneven tiles and
  * single rows do not count); the view's rows end at the last whole stride. On hand-made
@@ -919,15 +931,7 @@ static void test_tma_q_view(void) {
              "%s at %lld, plan %d: Q stride %d covering %d rows", cases[c].spec,
              (long long)cases[c].seq, k, pat.qstride, pat.qcover);
     }
-    if (np == 2) {
-      for (int k = 0; k < 2; k++) {
-        splat__tile_plan_free(&pass[k]);
-        splat__pass_acsr_free(&part[k]);
-      }
-    }
-    splat__tile_plan_free(&plan);
-    splat__acsr_free(&a);
-    splat_pattern_destroy(sp);
+    free_plans(sp, &a, &plan, np, pass, part);
   }
 }
 
@@ -949,14 +953,8 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   if (st == SPLAT_OK && np == 2) {
     CHECK(pass[0].ntiles > 0 && pass[1].ntiles > 0 &&
           pass[0].computed + pass[1].computed < t.computed);
-    for (int k = 0; k < 2; k++) {
-      splat__tile_plan_free(&pass[k]);
-      splat__pass_acsr_free(&part[k]);
-    }
   }
-  splat__tile_plan_free(&t);
-  splat__acsr_free(&a);
-  splat_pattern_destroy(pat);
+  free_plans(pat, &a, &t, st == SPLAT_OK ? np : 0, pass, part);
   return st != SPLAT_OK ? -1 : np;
 }
 
