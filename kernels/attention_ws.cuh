@@ -65,6 +65,27 @@
 
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
 
+/* SPLAT_WS_TRACE (SPLAT_ATTN_TRACE=1, for profiling: bench/item_trace.py): the producer's
+ * thread 0 and each consumer warpgroup's first thread write the SM clock at the marks below
+ * over the log-sum-exp output instead of it, as uint32 [CTA][role: producer, consumer
+ * warpgroup 0, 1][the CTA's item: up to SPLAT_WS_TRACE_ITEMS][event: 8] within its batch x
+ * heads x seq_q elements (pass 2 of two-pass plans; pass 1 marks nothing). */
+#if SPLAT_WS_TRACE
+#define SPLAT_WS_TRACE_ITEMS 64
+SPLAT_DEV void splat_ws_mark(const splat_attention_params &P, int role, uint32_t item, int event,
+                             uint32_t value) {
+  const int64_t at = (((int64_t)blockIdx.x * 3 + role) * SPLAT_WS_TRACE_ITEMS + item) * 8 + event;
+  if (SPLAT_ATTN_PASS != 1 && (role ? threadIdx.x % 128 : threadIdx.x) == 0 && P.lse.data &&
+      item < SPLAT_WS_TRACE_ITEMS && at < P.shape.batch * P.shape.heads * P.pat.seq_q)
+    ((volatile uint32_t *)P.lse.data)[at] = value;
+}
+#define SPLAT_WS_MARK(role, item, event) splat_ws_mark(P, role, item, event, (uint32_t)clock64())
+#define SPLAT_WS_MARK_VALUE(role, item, event, value) splat_ws_mark(P, role, item, event, value)
+#else
+#define SPLAT_WS_MARK(role, item, event) ((void)0)
+#define SPLAT_WS_MARK_VALUE(role, item, event, value) ((void)0)
+#endif
+
 #define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
 static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
               "the warp-specialised attention kernel takes 1 or 2 consumer warpgroups");
@@ -275,7 +296,7 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
     if constexpr (part) {
       if (t == 0 && r < nrows)
         splat_attn_store_rowpart_tail(part_bh + sRow[r] * part_bytes, mx, lt, sc.y);
-    } else if (P.lse.data && t == 0 && r < nrows) {
+    } else if (!SPLAT_WS_TRACE && P.lse.data && t == 0 && r < nrows) {
       ((float *)P.lse.data)[lse_bh + (int64_t)sRow[r] * P.lse.s2] =
           lt != 0.f ? (mx + __log2f(lt)) * SPLAT_LN2 : SPLAT_NEG_INF; /* NaN stays NaN */
     }
@@ -421,6 +442,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         fetch(w + gridDim.x);
         continue;
       }
+      SPLAT_WS_MARK(0, k, 0); /* trace: the item starts */
       const bool seg_regs =
           seg_ahead && (int)threadIdx.x < it.nrows && ns1 - ns0 <= SPLAT_MAX_SEGS;
       const int sn = (int)(ns1 - ns0);
@@ -439,6 +461,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       int *sRow = sRows + qb * SPLAT_TQ;
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
       splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
+      SPLAT_WS_MARK(0, k, 1); /* trace: its Q buffer is free */
       /* Q by TMA for items whose rows step by the pattern's stride (qstride: 1 for
        * consecutive rows, a phase class's stride for regrouped ones) within the rows its
        * view covers (qmap[qm], the pattern's: bit qm of P.qtma): thread 0 issues a box per
@@ -469,6 +492,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
       }
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
+      SPLAT_WS_MARK(0, k, 2); /* trace: its row ids are in */
       /* By TMA where the item's rows step by qstride inside the view (a vote), else
        * gathered (always with segments ahead at 64 columns: SPLAT_WS_SA_QTMA). */
       const int tx = (int)threadIdx.x;
@@ -483,6 +507,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             [&](int r, int ch) { return sQb + splat_sw128_tile_off<SPLAT_TQ>(r, ch); });
         splat_cp_async_commit();
       }
+      SPLAT_WS_MARK(0, k, 3); /* trace: its Q is issued */
       /* Q is waited for after the item's first sub-tile is issued (its interval tables
        * and loads go out under Q's), then the next item is fetched. */
       bool q_pending = true;
@@ -504,6 +529,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         for (int ls = 0; ls < run.ntiles * nsub; ls++, n++) {
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
+          if (li == 0 && ls == 0) SPLAT_WS_MARK(0, k - 1, 4); /* trace: a stage for it is free */
           /* A predicated run's interval tables and their span per warp (buffer R % STAGES:
            * the run STAGES back is done; the consumers read them only in predicated runs).
            * Whole warps: TQ is a multiple of 64. */
@@ -567,9 +593,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_fence_proxy_async();
             splat_mbar_arrive(&full[st]);
           }
+          if (li == 0 && ls == 0) SPLAT_WS_MARK(0, k - 1, 5); /* trace: its first sub-tile issued */
           if (q_pending) finish_q();
+          if (li == 0 && ls == 0) SPLAT_WS_MARK(0, k - 1, 6); /* trace: Q handed over, next fetched */
         }
       }
+      SPLAT_WS_MARK(0, k - 1, 7); /* trace: its sub-tiles issued */
       if (q_pending) finish_q();
     }
     /* The end of the walk: a task with no rows. */
@@ -600,7 +629,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     const int *sRow = sRows + qb * SPLAT_TQ;
     const uint64_t qdesc = splat_wgmma_desc_k<SPLAT_TQ>(
         splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128, 0);
+    SPLAT_WS_MARK(wg, k, 0); /* trace: the warpgroup waits for the next item */
     splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
+    SPLAT_WS_MARK(wg, k, 1); /* trace: its Q is in */
     const int4 ta = sTask[qb].a;
     const int nruns = ta.x, nrows = ta.y;
     if (nrows <= 0) break;               /* the producer's end of the walk */
@@ -790,6 +821,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * re-enters at the first step. (Two copies of the scores' code: one body for both
      * with the waits under a branch makes ptxas serialise the wgmma, C7518.) */
     int at = next(false);
+    SPLAT_WS_MARK(wg, k, 2); /* trace: its first computed sub-tile is in */
     while (at) {
       {
         float s[SPLAT_NS], alpha[2];
@@ -797,9 +829,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         issue_s(s, pst);
         splat_wgmma_wait<0>();
         splat_wgmma_fence_acc(s);
+        SPLAT_WS_MARK(wg, k, 3); /* trace: S is in (the last entry's) */
         scores(s, alpha);
         splat_attn_rescale<SPLAT_NO>(o, alpha);
         splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
+        SPLAT_WS_MARK(wg, k, 4); /* trace: its softmax and P are done */
       }
       step();
       while ((at = next(true)) == 2) {
@@ -819,6 +853,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         pst = st;
       }
     }
+    SPLAT_WS_MARK(wg, k, 5); /* trace: the walk is done */
 
     /* O / l and the log-sum-exp, to the original rows, by the staged epilogue (the host
      * launches this kernel only on outputs whose rows take 16-byte stores: cuda_backend.c
@@ -848,6 +883,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_attn_store<SPLAT_NO>(P, o, m, l, tc.x, tc.y, row, r0, nrows, t);
     }
 #endif
+    SPLAT_WS_MARK(wg, k, 6);        /* trace: the epilogue is done */
+    SPLAT_WS_MARK_VALUE(wg, k, 7, n); /* trace: the ring position */
     R += (uint32_t)nruns;
     k++;
   }

@@ -10,4 +10,8 @@
 splat_status splat__env_switch(const char *name, const char *on_means, const char *off_means,
                                int *on);
 
+/* As splat__env_switch, but off unless set: unset or empty sets *on = 0. */
+splat_status splat__env_flag(const char *name, const char *on_means, const char *off_means,
+                             int *on);
+
 #endif

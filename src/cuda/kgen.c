@@ -424,7 +424,13 @@ static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat
   splat__kspec *a = &specs[SPLAT__KOP_ATTENTION];
   a->seg_ahead = ahead && a->tile && a->wgmma == SPLAT__WGMMA_WS && a->warps == 8 &&
                  a->max_segs <= 2 && splat__kspec_ws_cols(head_dim) <= 128;
-  return SPLAT_OK;
+  int trace;
+  st = splat__env_flag("SPLAT_ATTN_TRACE",
+                       "the warp-specialised attention kernel writes each work item's "
+                       "timestamps over the log-sum-exp",
+                       "the log-sum-exp", &trace);
+  a->trace = trace && a->tile && a->wgmma == SPLAT__WGMMA_WS;
+  return st;
 }
 
 splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
@@ -618,6 +624,8 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     defs[n++].value = epi;
     defs[n].name = "SPLAT_WS_SEG_AHEAD";
     defs[n++].value = s->seg_ahead ? "1" : "0";
+    defs[n].name = "SPLAT_WS_TRACE";
+    defs[n++].value = s->trace ? "1" : "0";
   }
   if (s->op == SPLAT__KOP_SDDMM && tile_program) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);

@@ -48,6 +48,9 @@ typedef struct splat__kspec {
                     * columns and two segments a row, for a plan whose rows are in their own order and
                     * some of whose runs are predicated: the producer loads each item's row
                     * segments as it starts (kernels/attention_ws.cuh SPLAT_WS_SEG_AHEAD) */
+  int trace;       /* warp-specialised attention: each item's timestamps written over the
+                    * log-sum-exp instead of it (SPLAT_ATTN_TRACE=1, kernels/attention_ws.cuh
+                    * SPLAT_WS_TRACE; bench/item_trace.py reads them) */
 } splat__kspec;
 
 /* An op's kernels compile as separate programs, concurrently: its row kernel's; when it has
