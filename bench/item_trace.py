@@ -11,10 +11,12 @@ item's cycles against its sub-tiles (fixed cost + cost a sub-tile).
 
 Needs an sm_90a GPU. Cycles are the SM's clock; the traced kernel runs a few percent slower
 than the plain one (its timing is printed beside the trace's spans; for two-pass plans the
-time is both passes', the spans pass 2's). A consumer warpgroup none of whose rows an item
-computes (the second of 64-row items) counts that item's walk from its first mark on. Plans whose outputs
-other kernels also write (split tiles' merge, rows of the irregular remainder) overwrite
-parts of the trace: use one-pass plans without them, or two-pass plans (pass 2's items).
+time is both passes', the spans pass 2's). The output holds the marks of the first
+batch x heads x seq / 1536 CTAs (the count is printed). Items of which a consumer warpgroup
+computes nothing (the second warpgroup of 64-row items) are left out of its figures: their
+walk lies before their first mark. Plans whose outputs other kernels also write (split
+tiles' merge, rows of the irregular remainder) overwrite parts of the trace: use one-pass
+plans without them, or two-pass plans (pass 2's items).
 """
 import argparse
 import ctypes
@@ -51,7 +53,8 @@ def traced_call(spec, seq, head_dim, batch, heads, reps):
     q, k, v = (torch.randn(batch, heads, seq, head_dim, device="cuda", dtype=torch.bfloat16)
                for _ in range(3))
     plan = plan_cache.get(pattern, batch, heads, heads, head_dim,
-                          _lib.dtype_code("torch.bfloat16", "q"), "cuda:0", _lib.OPS_ATTENTION)
+                          _lib.dtype_code("torch.bfloat16", "q"),
+                          f"cuda:{torch.cuda.current_device()}", _lib.OPS_ATTENTION)
     out = torch.empty_like(q)
     marks = torch.empty((batch, heads, seq), dtype=torch.int32, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
@@ -80,8 +83,9 @@ def traced_call(spec, seq, head_dim, batch, heads, reps):
 
 
 def summarise(spec, seq, head_dim, rec, ms):
-    consumer, producer, spans = [], [], []
+    consumer, producer, spans, idle, ctas = [], [], [], 0, 0
     for cta in range(rec.shape[0]):
+        ctas += int(rec[cta, 1, 0, 0] != UNSET)
         for role in (1, 2):
             r = rec[cta, role]
             items = [i for i in range(ITEMS) if r[i, 0] != UNSET and r[i, 6] != UNSET]
@@ -90,11 +94,12 @@ def summarise(spec, seq, head_dim, rec, ms):
             spans.append(cycles(r[items[-1], 6], r[items[0], 0]))
             ring = 0
             for i in items:
-                steps = [cycles(r[i, e + 1], r[i, e]) for e in range(6)]
-                if r[i, 3] == UNSET or r[i, 4] == UNSET:  # none of its rows computed: idle
-                    steps[2:5] = [0, 0, cycles(r[i, 5], r[i, 2])]
                 walked = int(r[i, 7]) - ring
                 ring = int(r[i, 7])
+                if r[i, 3] == UNSET:  # the warpgroup computed none of the item's sub-tiles
+                    idle += 1
+                    continue
+                steps = [cycles(r[i, e + 1], r[i, e]) for e in range(6)]
                 consumer.append(steps + [walked, cycles(r[i, 6], r[i, 0])])
                 p = rec[cta, 0, i]
                 if role == 1 and all(x != UNSET for x in p):
@@ -106,8 +111,8 @@ def summarise(spec, seq, head_dim, rec, ms):
     mhz = np.median(spans) / (ms * 1e3)
     total = c[:, 7].sum()
     print(f"{spec:<28} {seq:>6} d{head_dim:<4} {ms * 1e3:8.1f} us a call, ~{mhz:4.0f} cycles/us; "
-          f"{len(spans)} consumer warpgroups, {len(c) / len(spans):.1f} items each, "
-          f"median {np.median(c[:, 6]):.0f} sub-tiles walked an item")
+          f"{ctas} CTAs traced, {len(c) + idle} items of their consumer warpgroups ({idle} idle, "
+          f"left out), median {np.median(c[:, 6]):.0f} sub-tiles walked an item")
     print("   consumers, median cycles: " +
           ", ".join(f"{n} {np.median(c[:, i]):.0f}" for i, n in enumerate(CONSUMER_STEPS)) +
           f"; item {np.median(c[:, 7]):.0f}")

@@ -66,10 +66,12 @@
 #if SPLAT_DT != SPLAT_F32 && !defined(SPLAT_NO_TILE)
 
 /* SPLAT_WS_TRACE (SPLAT_ATTN_TRACE=1, for profiling: bench/item_trace.py): the producer's
- * thread 0 and each consumer warpgroup's first thread write the SM clock at the marks below
- * over the log-sum-exp output instead of it, as uint32 [CTA][role: producer, consumer
- * warpgroup 0, 1][the CTA's item: up to SPLAT_WS_TRACE_ITEMS][event: 8] within its batch x
- * heads x seq_q elements (pass 2 of two-pass plans; pass 1 marks nothing). */
+ * thread 0 and each consumer warpgroup's first thread write the SM clock's low 32 bits at
+ * the marks below (a consumer's mark 7: its ring position after the item) over the
+ * log-sum-exp output instead of it, taken as a contiguous uint32 array [CTA][role:
+ * producer, consumer warpgroup 0, 1][the CTA's item: up to SPLAT_WS_TRACE_ITEMS][mark: 8]
+ * and cut at its batch x heads x seq_q elements (so the first B H S / 1536 CTAs are traced;
+ * pass 2 of two-pass plans: pass 1 marks nothing). */
 #if SPLAT_WS_TRACE
 #define SPLAT_WS_TRACE_ITEMS 64
 SPLAT_DEV void splat_ws_mark(const splat_attention_params &P, int role, uint32_t item, int event,
@@ -821,7 +823,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
      * re-enters at the first step. (Two copies of the scores' code: one body for both
      * with the waits under a branch makes ptxas serialise the wgmma, C7518.) */
     int at = next(false);
-    SPLAT_WS_MARK(wg, k, 2); /* trace: its first computed sub-tile is in */
+    SPLAT_WS_MARK(wg, k, 2); /* trace: its first computed sub-tile is in (or none is left) */
+    bool entered = false;    /* trace: marks 3 and 4 at the first computed sub-tile only */
     while (at) {
       {
         float s[SPLAT_NS], alpha[2];
@@ -829,11 +832,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         issue_s(s, pst);
         splat_wgmma_wait<0>();
         splat_wgmma_fence_acc(s);
-        SPLAT_WS_MARK(wg, k, 3); /* trace: S is in (the last entry's) */
+        if (!entered) SPLAT_WS_MARK(wg, k, 3); /* trace: the first S is in */
         scores(s, alpha);
         splat_attn_rescale<SPLAT_NO>(o, alpha);
         splat_wgmma_acc_to_a<SPLAT_DT, SPLAT_KT>(s, a);
-        SPLAT_WS_MARK(wg, k, 4); /* trace: its softmax and P are done */
+        if (!entered) SPLAT_WS_MARK(wg, k, 4); /* trace: its softmax and P are done */
+        entered = true;
       }
       step();
       while ((at = next(true)) == 2) {

@@ -102,7 +102,7 @@ contains "$tmp/out" "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128"; check "c
 contains "$tmp/out" "splat_sddmm_tile_bf16_v_bf16_d64"; check "codegen source names the kernel (sm_80: mma.sync)" $?
 # SPLAT_ATTN_TRACE=1 specialises the warp-specialised attention kernel to write timestamps
 # (bench/item_trace.py); off by default; other values are refused with a sentence.
-"$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
+env -u SPLAT_ATTN_TRACE "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "#define SPLAT_WS_TRACE 0"; check "codegen: the attention kernel untraced by default" $?
 SPLAT_ATTN_TRACE=1 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "#define SPLAT_WS_TRACE 1"; check "codegen: SPLAT_ATTN_TRACE=1 traces the attention kernel" $?
