@@ -272,28 +272,40 @@ SPLAT_DEV void splat_attn_prefetch_prior(const splat_attention_params &P, int64_
   }
 }
 
-/* Pass 1's columns d, d + 1 of a workspace row at p, as fp32 O / unit (SPLAT_ROWPART_HALF)
- * or O: ld.shared where the kernel has staged it in shared memory (SHARED; a generic load
- * costs an address check), else a global load. */
+/* Pass 1's columns d, d + 1 of a workspace row at p as stored: an fp16 pair of O / unit in
+ * bf16 plans (SPLAT_ROWPART_HALF, a register), else two floats of O. Loaded by ld.shared
+ * where the kernel has staged the row in shared memory (SHARED; a generic load costs an
+ * address check), else by a global load; splat_attn_prior_unpack makes floats of them. */
+#if SPLAT_ROWPART_HALF
+typedef uint32_t splat_prior_word;
+#else
+typedef uint2 splat_prior_word;
+#endif
+template <bool SHARED>
+SPLAT_DEV splat_prior_word splat_attn_prior_load(const unsigned char *p, int d) {
+  constexpr int EB = SPLAT_ROWPART_HALF ? 2 : 4; /* bytes an element */
+  if (!SHARED) return *(const splat_prior_word *)(p + EB * d);
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(p + EB * d);
+  splat_prior_word v;
+#if SPLAT_ROWPART_HALF
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a));
+#else
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(a));
+#endif
+  return v;
+}
+SPLAT_DEV float2 splat_attn_prior_unpack(splat_prior_word v) {
+#if SPLAT_ROWPART_HALF
+  return make_float2(splat_f16_to_f32((uint16_t)(v & 0xffffu)),
+                     splat_f16_to_f32((uint16_t)(v >> 16)));
+#else
+  return make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
+#endif
+}
+/* The two as fp32 O / unit (SPLAT_ROWPART_HALF) or O. */
 template <bool SHARED>
 SPLAT_DEV float2 splat_attn_prior2(const unsigned char *p, int d) {
-  if (SPLAT_ROWPART_HALF) {
-    uint32_t v;
-    if (SHARED)
-      asm volatile("ld.shared.b32 %0, [%1];\n"
-                   : "=r"(v)
-                   : "r"((uint32_t)__cvta_generic_to_shared(p + 2 * d)));
-    else
-      v = *(const uint32_t *)(p + 2 * d);
-    return make_float2(splat_f16_to_f32((uint16_t)(v & 0xffffu)),
-                       splat_f16_to_f32((uint16_t)(v >> 16)));
-  }
-  if (!SHARED) return *(const float2 *)(p + 4 * d);
-  float2 v;
-  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n"
-               : "=f"(v.x), "=f"(v.y)
-               : "r"((uint32_t)__cvta_generic_to_shared(p + 4 * d)));
-  return v;
+  return splat_attn_prior_unpack(splat_attn_prior_load<SHARED>(p, d));
 }
 
 /* Pass 1's m, l and unit (1 where O is kept in floats) of a workspace row at p (as

@@ -125,8 +125,9 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 #define SPLAT_WS_SA_QTMA (SPLAT_WS_SA && SPLAT_DP == 128)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (136
- * with segments ahead and Q by TMA; 112 with one consumer warpgroup) and the consumers up
- * to what the CTA's pool then allows (192 each of two, 184 beside 136: at 136 / 184 every
+ * with segments ahead and Q by TMA; with one consumer warpgroup 112, or 104 at 128 columns)
+ * and the consumers up to what the CTA's pool then allows (192 each of two, 184 beside 136;
+ * one: 144, or 152 at 128 columns: at 136 / 184 every
  * kernel without segments ahead ran 2-6% slower at head_dim 64, bench/NOTES.md v44; above
  * 128 columns, where O is 96 of them, 200 beside a producer of 104). One consumer
  * warpgroup above 128
@@ -135,10 +136,16 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
 #define SPLAT_WS_REG_SPLIT (SPLAT_WGS > 1 || SPLAT_DP <= 128)
 /* The producer's registers hold the items, interval tables and the gather. */
-#define SPLAT_PRODUCER_REGS \
-  (SPLAT_WGS == 1 ? 112 : SPLAT_DP > 128 ? 104 : SPLAT_WS_SA_QTMA ? 136 : 120)
-#define SPLAT_CONSUMER_REGS \
-  (SPLAT_WGS == 1 ? 144 : SPLAT_DP > 128 ? 200 : SPLAT_WS_SA_QTMA ? 184 : 192)
+#define SPLAT_PRODUCER_REGS                            \
+  (SPLAT_WGS == 1 ? (SPLAT_DP == 128 ? 104 : 112)      \
+   : SPLAT_DP > 128 ? 104                              \
+   : SPLAT_WS_SA_QTMA ? 136                            \
+                    : 120)
+#define SPLAT_CONSUMER_REGS                            \
+  (SPLAT_WGS == 1 ? (SPLAT_DP == 128 ? 152 : 144)      \
+   : SPLAT_DP > 128 ? 200                              \
+   : SPLAT_WS_SA_QTMA ? 184                            \
+                    : 192)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -254,27 +261,42 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
    * pass 1's workspace rows add at 16384, bench/NOTES.md v22). */
   constexpr int64_t part_bytes = SPLAT_ROWPART_BYTES(SPLAT_HEAD_DIM, SPLAT_ROWPART_HALF);
   unsigned char *const part_bh = SPLAT_ATTN_PASS ? splat_attn_rowpart(P, b, h, 0) : nullptr;
+  /* Pass 2: pass 1's rows (block rows past nrows read row 0's, or a staged row of an
+   * earlier item: in bounds, their results are dropped) as loaded (splat_prior_word: a
+   * register a column pair in bf16 plans), with their tails, both rows' before the first
+   * shared store, which could alias them for all the compiler knows: read between the
+   * stores, each read's round trip came in turn (from shared memory a column pair at a
+   * time, 16 of them at head_dim 64; from L2 a row at a time; bench/NOTES.md v50, v52).
+   * From L2 in f16 plans (rows of floats) and above 128 columns a row at a time (registers:
+   * both rows' spilled). */
+  constexpr bool prior_first =
+      SPLAT_ATTN_PASS == 2 && (SPLAT_WS_STAGED || (SPLAT_DP <= 128 && SPLAT_ROWPART_HALF));
+  splat_prior_word p1[2][SPLAT_JH];
+  float3 ml[2];
+  auto load_prior = [&](int hf) {
+    constexpr bool sh = SPLAT_WS_STAGED;
+    const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
+    const unsigned char *pr =
+        sh ? sStaged + r * SPLAT_ROWPART_COPY : part_bh + sRow[r] * part_bytes;
+#pragma unroll
+    for (int j = 0; j < SPLAT_JH; j++) p1[hf][j] = splat_attn_prior_load<sh>(pr, 8 * j + 2 * t);
+    ml[hf] = splat_attn_prior_tail<sh>(pr);
+  };
+  if constexpr (prior_first) {
+#pragma unroll
+    for (int hf = 0; hf < 2; hf++) load_prior(hf);
+  }
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     float lt = splat_quad_sum(l[hf]), mx = m[hf];
     const int r = 64 * cw + 16 * warp + (lane >> 2) + 8 * hf;
     const float2 sc = part ? splat_attn_row_scale<SPLAT_NO>(o, hf) : make_float2(1.f, 1.f);
-    /* Pass 2: pass 1's row (block rows past nrows read row 0's, or a staged row of an
-     * earlier item: in bounds, their results are dropped), merged (attention_common.cuh
-     * splat_attn_merge_ml); from shared memory where staged, a column pair at a time, else every
-     * pair loaded before the first shared store (which the compiler cannot tell from them). */
-    const unsigned char *pr = nullptr;
+    /* Pass 2: merged with pass 1's row (attention_common.cuh splat_attn_merge_ml). */
     float w = 1.f, w1 = 0.f;
-    float2 p1[SPLAT_NO / 4];
     if constexpr (SPLAT_ATTN_PASS == 2) {
-      pr =
-          SPLAT_WS_STAGED ? sStaged + r * SPLAT_ROWPART_COPY : part_bh + sRow[r] * part_bytes;
-      if (!SPLAT_WS_STAGED)
-#pragma unroll
-        for (int j = 0; j < SPLAT_JH; j++) p1[j] = splat_attn_prior2<false>(pr, 8 * j + 2 * t);
-      const float3 ml = splat_attn_prior_tail<SPLAT_WS_STAGED>(pr);
-      splat_attn_merge_ml(make_float2(ml.x, ml.y), mx, lt, w, w1);
-      w1 *= ml.z; /* O1's weight: kept as O1 / unit */
+      if (!prior_first) load_prior(hf);
+      splat_attn_merge_ml(make_float2(ml[hf].x, ml[hf].y), mx, lt, w, w1);
+      w1 *= ml[hf].z; /* O1's weight: kept as O1 / unit */
     }
     const float inv = part ? sc.x : (lt > 0.f ? __fdividef(1.f, lt) : 0.f);
     /* Pass 2: 1 / l folded into both weights (a multiplication less an element). */
@@ -285,9 +307,10 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
       float x0 = o[4 * j + 2 * hf], x1 = o[4 * j + 2 * hf + 1];
       if constexpr (SPLAT_ATTN_PASS == 2) {
         /* Columns past head_dim (not stored): pass 1's row ends before them. */
-        if (SPLAT_WS_STAGED && j < SPLAT_JH) p1[j] = splat_attn_prior2<true>(pr, 8 * j + 2 * t);
-        x0 = x0 * w + (j < SPLAT_JH ? p1[j].x * w1 : 0.f);
-        x1 = x1 * w + (j < SPLAT_JH ? p1[j].y * w1 : 0.f);
+        const float2 q = j < SPLAT_JH ? splat_attn_prior_unpack(p1[hf][j < SPLAT_JH ? j : 0])
+                                      : make_float2(0.f, 0.f);
+        x0 = x0 * w + q.x * w1;
+        x1 = x1 * w + q.y * w1;
       } else {
         x0 *= inv;
         x1 *= inv;

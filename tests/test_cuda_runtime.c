@@ -343,13 +343,38 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_threads(&sp[SPLAT__KOP_SDDMM]) == 32 * sp[SPLAT__KOP_SDDMM].warps);
   /* Query tiles of at most 64 rows (phase classes: strided(64) at 4096) at head_dim 64:
    * one consumer warpgroup, however many segments a row has (a two-pass plan's strided
-   * pass); not at head_dim 128, nor when tiles have more rows. splat__kspec_for_plan
+   * pass); not when tiles have more rows. splat__kspec_for_plan
    * counts a report's tile rows only where rows have one segment (else the plan may run
    * two passes, each specialised for its own tiles). */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 4);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 4 && a->max_segs == 2);
+  /* Up to head_dim 128 too in bf16 with at most two segments a row: one warpgroup in 2
+   * stages, two CTAs an SM (bench/NOTES.md v51); the wgmma kernel when the environment asks
+   * for it. */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2 && a->kt == 64);
+  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2);
+  splat__kspec_plan(sp, SPLAT_BF16, 96, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2);
+  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8); /* f16's pass 1 would spill */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(a->wgmma == SYNC && a->warps == 4);
+  /* More than two segments a row: two (one warpgroup's split epilogue spills); asked for
+   * one (or f16 asked for one), the wgmma kernel at 128, no wgmma kernel at 96. */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 3, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
+  CHECK(a->wgmma == SYNC && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 96, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
+  CHECK(!a->wgmma);
+  splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
+  CHECK(a->wgmma == SYNC && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
   {
     splat_report r;
     memset(&r, 0, sizeof r);
@@ -383,13 +408,12 @@ static void test_kernel_choice(void) {
   }
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8);
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 8);
-  /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
+  /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the warp-specialised
+   * kernel, 2 stages. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
-  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
+  CHECK(a->tile && a->wgmma == WS && a->warps == 4 && a->stages == 2);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
+  CHECK(a->tile && a->wgmma == WS && a->warps == 4 && a->stages == 2);
   /* Its shared memory over the device's limit (8 segments a row at head_dim 128: 217 KB):
    * the wgmma kernel, which fits. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
