@@ -350,31 +350,37 @@ static void test_kernel_choice(void) {
   CHECK(a->wgmma == WS && a->warps == 4);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 4 && a->max_segs == 2);
-  /* Up to head_dim 128 too in bf16 with at most two segments a row: one warpgroup in 2
-   * stages, two CTAs an SM (bench/NOTES.md v51); the wgmma kernel when the environment asks
-   * for it. */
+  /* At 72 .. 128 such tiles make the two-warpgroup kernel narrow: one warpgroup in 2
+   * stages, two CTAs an SM, for the epilogues that compile clean with it (bench/NOTES.md
+   * v51): PLAIN, PASS2, PASS1 in bf16; not SPLIT, nor f16's PASS1; not with more than two
+   * segments a row, nor where the environment asks for a number of warpgroups. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2 && a->kt == 64);
-  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2);
-  splat__kspec_plan(sp, SPLAT_BF16, 96, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2);
-  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 8); /* f16's pass 1 would spill */
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", SYNC, 0, 0);
-  CHECK(a->wgmma == SYNC && a->warps == 4);
-  /* More than two segments a row: two (one warpgroup's split epilogue spills); asked for
-   * one (or f16 asked for one), the wgmma kernel at 128, no wgmma kernel at 96. */
+  CHECK(a->wgmma == WS && a->warps == 8 && a->narrow);
+  {
+    const splat__kspec wide = *a;
+    const int epis[4] = {SPLAT_EPI_PLAIN, SPLAT_EPI_PASS2, SPLAT_EPI_PASS1, SPLAT_EPI_SPLIT};
+    for (int e = 0; e < 4; e++) {
+      for (int f16 = 0; f16 < 2; f16++) {
+        *a = wide;
+        a->epi = epis[e];
+        a->dt = a->vdt = a->pdt = f16 ? SPLAT_F16 : SPLAT_BF16;
+        splat__kspec_ws_narrow(a);
+        const int one = e < 2 || (e == 2 && !f16);
+        CHECKF(a->warps == (one ? 4 : 8) && a->stages == (one ? 2 : 3), "epi %d f16 %d", e, f16);
+        if (one) CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 2);
+      }
+    }
+  }
+  splat__kspec_plan(sp, SPLAT_F16, 96, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->wgmma == WS && a->narrow);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 3, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 8);
-  splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
-  CHECK(a->wgmma == SYNC && a->warps == 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 96, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
-  CHECK(!a->wgmma);
-  splat__kspec_plan(sp, SPLAT_F16, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
-  CHECK(a->wgmma == SYNC && a->warps == 4);
+  CHECK(a->wgmma == WS && a->warps == 8 && !a->narrow);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 3);
+  CHECK(a->wgmma == WS && a->warps == 8 && !a->narrow);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 2, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && !a->narrow);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->warps == 4 && !a->narrow); /* head_dim 64: one warpgroup already */
   {
     splat_report r;
     memset(&r, 0, sizeof r);
@@ -408,12 +414,11 @@ static void test_kernel_choice(void) {
   }
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8);
-  /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the warp-specialised
-   * kernel, 2 stages. */
+  /* head_dim 128 with one consumer warpgroup (asked, or tile_q 64): the wgmma kernel. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
-  CHECK(a->tile && a->wgmma == WS && a->warps == 4 && a->stages == 2);
+  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 64, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->tile && a->wgmma == WS && a->warps == 4 && a->stages == 2);
+  CHECK(a->tile && a->wgmma == SYNC && a->warps == 4);
   /* Its shared memory over the device's limit (8 segments a row at head_dim 128: 217 KB):
    * the wgmma kernel, which fits. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);

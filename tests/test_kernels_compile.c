@@ -68,9 +68,9 @@ static void *worker(void *arg) {
  * and an attention tile kernel's second pass or merge kernel: kgen.h); a program already
  * queued for arch (specs differing only in their tile kernels share the row and merge
  * programs) is compiled once. */
-static void add_program(const splat__kspec *s, const char *arch) {
+static void add_program_with(const splat__kspec *s, const splat__kspec *pass2, const char *arch) {
   splat__kspec prog[SPLAT__KPROG_PER_OP];
-  const int np = splat__kspec_programs(s, NULL, prog);
+  const int np = splat__kspec_programs(s, pass2, prog);
   for (int i = 0; i < np; i++) {
     char *src = NULL;
     splat_status st = splat__kspec_source(&prog[i], &src);
@@ -94,6 +94,10 @@ static void add_program(const splat__kspec *s, const char *arch) {
     jb->arch = arch;
     jb->src = src;
   }
+}
+
+static void add_program(const splat__kspec *s, const char *arch) {
+  add_program_with(s, NULL, arch);
 }
 
 /* A spec's programs for arch; an attention spec with a tile kernel with each of its
@@ -191,6 +195,20 @@ int main(void) {
                 p.epi = SPLAT_EPI_PASS1; /* its programs: pass 1's and pass 2's kernels */
                 if (splat__kspec_use_wgmma(&p, kind, wgs, 0) && p.wgmma == SPLAT__WGMMA_WS) {
                   add_program(&p, "sm_90a");
+                  /* Narrow (query tiles of 64 rows, 128 columns): one warpgroup for the
+                   * plain kernel and pass 2, and for pass 1 where it takes it (bf16). */
+                  splat__kspec nw[3] = {p, p, p};
+                  nw[0].epi = SPLAT_EPI_PLAIN;
+                  nw[1].epi = SPLAT_EPI_PASS1;
+                  nw[2].epi = SPLAT_EPI_PASS2;
+                  for (int i = 0; i < 3; i++) {
+                    nw[i].narrow = 1;
+                    splat__kspec_ws_narrow(&nw[i]);
+                  }
+                  if (wgs == 2 && dims[d] > 64) {
+                    add_program(&nw[0], "sm_90a");
+                    add_program_with(&nw[1], &nw[2], "sm_90a");
+                  }
                   /* Rows in their own order with predicated runs (two warpgroups): the
                    * producer loads each item's row segments as it starts, every epilogue. */
                   splat__kspec pa = p;

@@ -220,15 +220,6 @@ static int dcode(splat_dtype d) {
   return d == SPLAT_F32 ? 0 : d == SPLAT_F16 ? 1 : 2;
 }
 
-/* Whether the warp-specialised kernel with one consumer warpgroup (two CTAs an SM) serves
- * 16-bit head_dim hd with rows of segs segments: always at 64 columns; at 128 (consumers
- * of 152 registers beside a producer of 104) in bf16 with at most two segments a row: with
- * more, the split epilogue spills, and f16's pass 1 (f32 workspace rows) spills at any
- * (bench/NOTES.md v51). */
-static int ws_one_warpgroup(splat_dtype dt, int hd, int segs) {
-  return splat__kspec_ws_cols(hd) == 64 || (hd <= 128 && dt == SPLAT_BF16 && segs <= 2);
-}
-
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   const int hd = s->head_dim;
   /* The warp-specialised kernel's head_dims: 40 .. 256 (multiples of 8, run as 64, 128, 192
@@ -253,24 +244,24 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
     return 1;
   }
   if (kind == SPLAT__WGMMA_WS) {
-    /* Two consumer warpgroups by default, the K/V ring of 4 stages at head_dim 64, 3 at
-     * 128; head_dim 64 takes 128-key sub-tiles where the key tile allows (4 stages,
-     * splat__kspec_plan drops to 3 where they do not fit): half the per-sub-tile work of
-     * the walk, the barriers and the row statistics. One warpgroup (splat__kspec_plan: tiles
-     * of at most 64 rows; ws_one_warpgroup) runs two CTAs an SM: above 64 columns its ring
-     * in 2 stages (shared memory). */
+    /* Two consumer warpgroups by default. head_dim 128 needs them here: with one, two CTAs
+     * share an SM and the consumers' registers (O, S, P and the descriptors) fit beside
+     * the producer's only in some kernels (splat__kspec_ws_narrow). The K/V ring: 4 stages
+     * at head_dim 64, 3 at 128. Head_dim 64 with two warpgroups takes 128-key sub-tiles
+     * where the key tile allows (4 stages, splat__kspec_plan drops to 3 where they do not
+     * fit): half the per-sub-tile work of the walk, the barriers and the row statistics. */
     const int wgs = warpgroups ? warpgroups : 2;
-    if (wgs == 2 || ws_one_warpgroup(s->dt, hd, s->max_segs)) {
+    if (s->head_dim <= 64 || wgs == 2) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
-      s->stages = s->head_dim <= 64 ? 4 : wgs == 2 ? 3 : 2;
+      s->stages = s->head_dim <= 64 ? 4 : 3;
       if (s->head_dim <= 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
         s->kt = 128;
         s->stages = 4;
       }
       return 1;
     }
-    /* One warpgroup asked for where it spills: the wgmma kernel at 128, neither below. */
+    /* head_dim 128 with one warpgroup: the wgmma kernel (72 .. 120: neither). */
     if (hd != 128) return 0;
   }
   const int wgs = warpgroups ? warpgroups : 1;
@@ -378,14 +369,14 @@ splat_status splat__kspec_env_persistent(int *on) {
 void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int max_segs, int tile_q,
                        int tile_k, int tile_rows, int smem_optin, const char *arch, int kind,
                        int warpgroups, int kt) {
-  /* Two warpgroups only where a query tile fills them: tile_q >= 128 and, up to head_dim
-   * 128 (where one warpgroup has the warp-specialised kernel too), tiles of more than 64
-   * rows. Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle
-   * (and at head_dim 64 their 64-key tiles half-fill 128-key sub-tiles): one warpgroup, two
-   * CTAs an SM, runs them ~1.5x faster at head_dim 64 (bench/NOTES.md, stop 14), 1.4x at
-   * 128 (v51: ws_one_warpgroup). */
-  const int full = tile_q >= 128 && (head_dim > 128 || tile_rows > 64 ||
-                                      !ws_one_warpgroup(dt, head_dim, max_segs));
+  /* Two warpgroups only where a query tile fills them: tile_q >= 128 and, at head_dim 64
+   * (where one warpgroup has the warp-specialised kernel too), tiles of more than 64 rows.
+   * Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle and
+   * their 64-key tiles half-fill 128-key sub-tiles: one warpgroup runs them ~1.5x faster
+   * (bench/NOTES.md, stop 14). At 72 .. 128 such tiles mark the warp-specialised kernel
+   * narrow: one warpgroup where its epilogue allows (splat__kspec_ws_narrow). */
+  const int full = tile_q >= 128 && (head_dim > 64 || tile_rows > 64);
+  const int narrow = tile_q >= 128 && tile_rows <= 64 && !warpgroups;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
@@ -409,6 +400,8 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
         splat__kspec_use_wgmma(s, SPLAT__WGMMA_SYNC, wgs, 0);
       }
       splat__kspec_use_sddmm_wgmma(s, smem_optin);
+      s->narrow = narrow && s->wgmma == SPLAT__WGMMA_WS && s->warps == 8 &&
+                  splat__kspec_ws_cols(head_dim) == 128 && max_segs <= 2;
     }
     /* The 8-warp f32 attention kernel over the limit (sm_80's 163 KB at head_dim 256): 4. */
     if (s->tile && !s->wgmma && s->warps == 8 && smem_optin > 0 &&
@@ -471,10 +464,20 @@ splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, s
   if (out->tile) {
     out->epi = pass == 1 ? SPLAT_EPI_PASS1 : SPLAT_EPI_PASS2;
     out->program = pass == 1 ? SPLAT__KPROG_TILE : SPLAT__KPROG_PASS2;
+    splat__kspec_ws_narrow(out);
     /* The pass's epilogue may take more shared memory (pass 2's staged rows). */
     if (smem_optin > 0 && splat__kspec_tile_smem(out) > smem_optin) out->tile = 0;
   }
   return SPLAT_OK;
+}
+
+void splat__kspec_ws_narrow(splat__kspec *s) {
+  const int ok = s->epi == SPLAT_EPI_PLAIN || s->epi == SPLAT_EPI_PASS2 ||
+                 (s->epi == SPLAT_EPI_PASS1 && s->dt == SPLAT_BF16);
+  if (!s->narrow || !s->tile || !ok) return;
+  s->warps = 4;
+  s->stages = 2;
+  s->seg_ahead = 0; /* two warpgroups' only */
 }
 
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
@@ -485,6 +488,7 @@ void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
            : two_pass ? SPLAT_EPI_PASS1
            : split    ? SPLAT_EPI_SPLIT
                       : SPLAT_EPI_PLAIN;
+  splat__kspec_ws_narrow(s);
 }
 
 /* The row kernel's program of an op: the fields its kernel depends on, every other field at
