@@ -126,11 +126,11 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
  * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (136
  * with segments ahead and Q by TMA; with one consumer warpgroup 112, or 104 at 128 columns)
- * and the consumers up to what the CTA's pool then allows (192 each of two, 184 beside 136;
- * one: 144, or 152 at 128 columns: at 136 / 184 every
- * kernel without segments ahead ran 2-6% slower at head_dim 64, bench/NOTES.md v44; above
- * 128 columns, where O is 96 of them, 200 beside a producer of 104). One consumer
- * warpgroup above 128
+ * and the consumers up to what the CTA's pool then allows (192 each of two, 184 beside 136:
+ * at 136 / 184 every kernel without segments ahead ran 2-6% slower at head_dim 64,
+ * bench/NOTES.md v44; above 128 columns, where O is 96 of them, 200 beside a producer of
+ * 104; one warpgroup: 144, or 152 at 128 columns, where 144 spilled, kgen.c
+ * splat__kspec_ws_narrow, bench/NOTES.md v51). One consumer warpgroup above 128
  * columns: one CTA an SM (its stages fill the shared memory), whose 256 threads get the
  * most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)

@@ -371,8 +371,15 @@ static void test_kernel_choice(void) {
       }
     }
   }
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  a->epi = SPLAT_EPI_PLAIN;
+  splat__kspec_ws_narrow(a);
+  a->epi = SPLAT_EPI_SPLIT; /* epilogues set again: back to two */
+  splat__kspec_ws_narrow(a);
+  CHECK(a->warps == 8 && a->stages == 3);
+  /* Below head_dim 128 every narrow kernel spilled 4 bytes: not narrow. */
   splat__kspec_plan(sp, SPLAT_F16, 96, 2, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->narrow);
+  CHECK(a->wgmma == WS && a->warps == 8 && !a->narrow);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 3, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && !a->narrow);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
@@ -390,6 +397,14 @@ static void test_kernel_choice(void) {
     r.rows_by_segments[1] = 100;
     CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
     CHECK(a->wgmma == WS && a->warps == 4);
+    /* Head_dim 128: narrow, one warpgroup once the plain epilogue is set, two for split
+     * tiles. */
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
+    CHECK(a->wgmma == WS && a->warps == 8 && a->narrow);
+    splat__kspec_attn_epilogues(sp, 0, 0);
+    CHECK(a->warps == 4 && a->stages == 2);
+    splat__kspec_attn_epilogues(sp, 0, 1);
+    CHECK(a->warps == 8 && a->stages == 3 && a->epi == SPLAT_EPI_SPLIT);
     r.rows_by_segments[2] = 1;
     CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
     CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2 && !a->seg_ahead);
@@ -1182,6 +1197,12 @@ static void test_attn_epilogues(void) {
              "%s %s", n1, n2);
       /* At 16384 (256 keys a class) pass 2 has two warpgroups on 128-key tiles, and stages
        * its 128 rows too: one CTA an SM, within 227 KB. */
+      /* At head_dim 128 and 4096 pass 2 (64-row classes) is narrow: one warpgroup, two
+       * CTAs an SM; pass 1 (128-row tiles) keeps two and its segments ahead. */
+      CHECK(pass_specs_for("strided(64) | window(64)", 4096, 128, "sm_90a", 0, ps, sh));
+      CHECKF(ps[0].warps == 8 && ps[0].seg_ahead && ps[1].warps == 4 && ps[1].stages == 2 &&
+                 !ps[1].seg_ahead && splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
+             "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
       CHECK(pass_specs_for("strided(64) | window(64)", 16384, 64, "sm_90a", 0, ps, sh) &&
             sh[1].tile_k == 128);
       splat__kspec w2_unstaged = ps[1];

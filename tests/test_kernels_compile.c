@@ -195,7 +195,7 @@ int main(void) {
                 p.epi = SPLAT_EPI_PASS1; /* its programs: pass 1's and pass 2's kernels */
                 if (splat__kspec_use_wgmma(&p, kind, wgs, 0) && p.wgmma == SPLAT__WGMMA_WS) {
                   add_program(&p, "sm_90a");
-                  /* Narrow (query tiles of 64 rows, 128 columns): one warpgroup for the
+                  /* Narrow (query tiles of 64 rows, head_dim 128): one warpgroup for the
                    * plain kernel and pass 2, and for pass 1 where it takes it (bf16). */
                   splat__kspec nw[3] = {p, p, p};
                   nw[0].epi = SPLAT_EPI_PLAIN;

@@ -373,8 +373,8 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
    * (where one warpgroup has the warp-specialised kernel too), tiles of more than 64 rows.
    * Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle and
    * their 64-key tiles half-fill 128-key sub-tiles: one warpgroup runs them ~1.5x faster
-   * (bench/NOTES.md, stop 14). At 72 .. 128 such tiles mark the warp-specialised kernel
-   * narrow: one warpgroup where its epilogue allows (splat__kspec_ws_narrow). */
+   * (bench/NOTES.md, stop 14). At head_dim 128 such tiles mark the warp-specialised
+   * kernel narrow: one warpgroup where its epilogue allows (splat__kspec_ws_narrow). */
   const int full = tile_q >= 128 && (head_dim > 64 || tile_rows > 64);
   const int narrow = tile_q >= 128 && tile_rows <= 64 && !warpgroups;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
@@ -400,8 +400,8 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
         splat__kspec_use_wgmma(s, SPLAT__WGMMA_SYNC, wgs, 0);
       }
       splat__kspec_use_sddmm_wgmma(s, smem_optin);
-      s->narrow = narrow && s->wgmma == SPLAT__WGMMA_WS && s->warps == 8 &&
-                  splat__kspec_ws_cols(head_dim) == 128 && max_segs <= 2;
+      s->narrow = narrow && s->wgmma == SPLAT__WGMMA_WS && s->warps == 8 && head_dim == 128 &&
+                  max_segs <= 2;
     }
     /* The 8-warp f32 attention kernel over the limit (sm_80's 163 KB at head_dim 256): 4. */
     if (s->tile && !s->wgmma && s->warps == 8 && smem_optin > 0 &&
@@ -472,12 +472,14 @@ splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, s
 }
 
 void splat__kspec_ws_narrow(splat__kspec *s) {
-  const int ok = s->epi == SPLAT_EPI_PLAIN || s->epi == SPLAT_EPI_PASS2 ||
-                 (s->epi == SPLAT_EPI_PASS1 && s->dt == SPLAT_BF16);
-  if (!s->narrow || !s->tile || !ok) return;
-  s->warps = 4;
-  s->stages = 2;
-  s->seg_ahead = 0; /* two warpgroups' only */
+  if (!s->narrow || !s->tile) return;
+  const int one = s->epi == SPLAT_EPI_PLAIN || s->epi == SPLAT_EPI_PASS2 ||
+                  (s->epi == SPLAT_EPI_PASS1 && s->dt == SPLAT_BF16);
+  /* Either way from either (epilogues set again); segments ahead are two warpgroups' and
+   * stay off once a spec has been narrow. */
+  s->warps = one ? 4 : 8;
+  s->stages = one ? 2 : 3;
+  if (one) s->seg_ahead = 0;
 }
 
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {

@@ -51,9 +51,9 @@ typedef struct splat__kspec {
   int trace;       /* warp-specialised attention: each item's timestamps written over the
                     * log-sum-exp instead of it (SPLAT_ATTN_TRACE=1, kernels/attention_ws.cuh
                     * SPLAT_WS_TRACE; bench/item_trace.py reads them) */
-  int narrow;      /* warp-specialised attention at 72 .. 128 columns (two consumer
-                    * warpgroups, at most two segments a row) of a plan whose query tiles
-                    * have at most 64 rows: splat__kspec_ws_narrow takes it to one */
+  int narrow;      /* warp-specialised attention at head_dim 128 (two consumer warpgroups,
+                    * at most two segments a row) of a plan whose query tiles have at most
+                    * 64 rows: splat__kspec_ws_narrow takes it to one */
 } splat__kspec;
 
 /* An op's kernels compile as separate programs, concurrently: its row kernel's; when it has
@@ -201,10 +201,11 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split);
 
 /* A narrow warp-specialised attention spec (splat__kspec.narrow) with one consumer
- * warpgroup instead of two, two CTAs an SM, its K/V ring in 2 stages, where its epilogue
- * compiles without spills at 104 / 152 registers (producer / consumers): PLAIN, PASS2,
- * and PASS1 in bf16 (f16's f32 workspace rows and the SPLIT epilogue spill 12-52 bytes).
- * The second warpgroup of a 64-row item idles: one runs strided(64) at 4096 1.3-1.4x
+ * warpgroup (two CTAs an SM, its K/V ring in 2 stages) where its epilogue compiles without
+ * spills at 104 / 152 registers (producer / consumers): PLAIN, PASS2, and PASS1 in bf16;
+ * with two (8 warps, 3 stages) for the others (f16's f32 workspace rows and the SPLIT
+ * epilogue spill 12-52 bytes; below head_dim 128 every one spills 4: not narrow). Two
+ * warpgroups leave the second idle on 64-row items: one runs strided(64) at 4096 1.3-1.4x
  * faster (bench/NOTES.md v51). Other specs are left alone. */
 void splat__kspec_ws_narrow(splat__kspec *s);
 
