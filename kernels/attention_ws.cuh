@@ -267,8 +267,8 @@ SPLAT_DEV void splat_ws_store_staged(const splat_attention_params &P, const floa
    * shared store, which could alias them for all the compiler knows: read between the
    * stores, each read's round trip came in turn (from shared memory a column pair at a
    * time, 16 of them at head_dim 64; from L2 a row at a time; bench/NOTES.md v50, v52).
-   * From L2 in f16 plans (rows of floats) and above 128 columns a row at a time (registers:
-   * both rows' spilled). */
+   * From L2 in f16 plans and above 128 columns a row at a time (registers: f16's rows of
+   * floats, both at once, spilled 20 bytes at 128 columns; above it O alone is 96-128). */
   constexpr bool prior_first =
       SPLAT_ATTN_PASS == 2 && (SPLAT_WS_STAGED || (SPLAT_DP <= 128 && SPLAT_ROWPART_HALF));
   splat_prior_word p1[2][SPLAT_JH];
