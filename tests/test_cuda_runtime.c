@@ -448,6 +448,19 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0,
                     0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
+  /* 16-bit head_dim 32: the warp-specialised kernel as 64 columns where rows have one
+   * segment (its name says d32), the mma.sync kernel with more (longformer, BigBird), on
+   * sm_80, and in f32. */
+  splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && a->wgmma == WS && a->warps == 8 && a->kt == 128);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strncmp(tile, "splat_attn_ws_bf16_d32_", 23), "%s", tile);
+  splat__kspec_plan(sp, SPLAT_F16, 32, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && !a->wgmma);
+  splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_80", WS, 0, 0);
+  CHECK(a->tile && !a->wgmma);
+  splat__kspec_plan(sp, SPLAT_F32, 32, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && !a->wgmma);
   /* f32 attention: the mma.sync tile kernel (3xTF32), never wgmma; above head_dim 128 (O in
    * column panels) for one pass without split tiles only: with split tiles, the row kernel. */
   splat__kspec_plan(sp, SPLAT_F32, 128, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);

@@ -257,6 +257,25 @@ int main(void) {
     }
   }
 
+  /* 16-bit head_dim 32 on the warp-specialised kernel (rows of one segment: kgen.c): every
+   * epilogue, and a two-pass plan whose first pass (two segments a row) runs the mma.sync
+   * kernel and whose second merges its rows on the warp-specialised one; two consumer
+   * warpgroups, and one (the 64-row phase classes of strided(64) | window(64) at 4096). */
+  for (int t = 1; t < 3; t++) {
+    for (int wgs = 2; wgs >= 1; wgs--) {
+      splat__kspec s;
+      splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 1, 128, 128);
+      CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, wgs, 0) && s.warps == 4 * wgs);
+      add_arch(&s, "sm_90a");
+      splat__kspec p1, p2 = s;
+      splat__kspec_init(&p1, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 2, 128, 128);
+      CHECK(!splat__kspec_use_wgmma(&p1, SPLAT__WGMMA_WS, 0, 0));
+      p1.epi = SPLAT_EPI_PASS1;
+      p2.epi = SPLAT_EPI_PASS2;
+      add_program_with(&p1, &p2, "sm_90a");
+    }
+  }
+
   /* The f32 tile kernels (3xTF32 mma.sync) at the head_dims whose shapes differ from 40, 64
    * and 128's: attention at 48 (3 stages, 3 CTAs an SM; every epilogue) and 104 / 120, SpMM
    * at 104 / 120 (column panels of 4 blocks and a partial one); both above head_dim 128 with
