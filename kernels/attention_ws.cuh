@@ -3,7 +3,7 @@
  * which also serves where this one does not fit). The row kernel of attention_rows.cuh
  * takes the irregular remainder.
  *
- * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 40 .. 64, or 72 .. 128 with two consumer
+ * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 32 .. 64, or 72 .. 128 with two consumer
  * warpgroups, as 64 or 128 columns: SPLAT_DP; 136 .. 192 as 192; or 200 .. 256 as 256
  * with one): a
  * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
@@ -49,8 +49,9 @@
  * kernels whose shared memory has room (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
  * shared memory at each item's start (cp.async copies completing on an mbarrier), so the merge at the
  * item's end reads them there, not from L2. The host launches pass 2 as a programmatic
- * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 lets it start at once, on the SMs
- * its CTAs leave, where its producer loads the first items' Q and K/V while pass 1 ends;
+ * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 on this kernel lets it start at
+ * once, on the SMs its CTAs leave (a pass 1 on the mma.sync kernel, head_dim 32's, does not
+ * signal: pass 2 then starts as that grid ends), where its producer loads the first items' Q and K/V while pass 1 ends;
  * its consumers wait for pass 1's results before anything else (wgmma.cuh
  * splat_grid_wait_prior). SPLAT_WS_SEG_AHEAD (1 or 0): the plan's rows are in their own
  * order and some of its runs are predicated, so the producer loads each item's row
@@ -96,7 +97,7 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
-/* Columns of the Q, K and V tiles and of O: 64, 128, 192 or 256 (40 .. 56 run as 64, 72 ..
+/* Columns of the Q, K and V tiles and of O: 64, 128, 192 or 256 (32 .. 56 run as 64, 72 ..
  * 120 as 128, 136 .. 184 as 192, 200 .. 248 as 256: the loads zero-fill the columns past
  * head_dim, whose products are zero in S and dropped from O). */
 #define SPLAT_DP                 \
@@ -105,7 +106,7 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
    : SPLAT_HEAD_DIM <= 192 ? 192 \
                            : 256)
 static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
-              "the warp-specialised attention kernel takes head_dim 40 .. 192 (a multiple of "
+              "the warp-specialised attention kernel takes head_dim 32 .. 192 (a multiple of "
               "8), or up to 256 with one consumer warpgroup (its O alone is 128 registers a "
               "thread)");
 #define SPLAT_JH (SPLAT_HEAD_DIM / 8) /* 8-column blocks of O within head_dim */

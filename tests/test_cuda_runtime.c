@@ -455,8 +455,12 @@ static void test_kernel_choice(void) {
   CHECK(a->tile && a->wgmma == WS && a->warps == 8 && a->kt == 128);
   splat__kspec_names(a, rows, tile, sizeof rows);
   CHECKF(!strncmp(tile, "splat_attn_ws_bf16_d32_", 23), "%s", tile);
-  splat__kspec_plan(sp, SPLAT_F16, 32, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_plan(sp, SPLAT_F16, 32, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->tile && a->wgmma == WS);
+  splat__kspec_plan(sp, SPLAT_BF16, 32, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->tile && !a->wgmma);
+  splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
+  CHECK(a->tile && !a->wgmma); /* SPLAT_ATTN_WS=0: the wgmma kernel is 64 / 128 only */
   splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_80", WS, 0, 0);
   CHECK(a->tile && !a->wgmma);
   splat__kspec_plan(sp, SPLAT_F32, 32, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
@@ -1216,6 +1220,17 @@ static void test_attn_epilogues(void) {
       CHECKF(ps[0].warps == 8 && ps[0].seg_ahead && ps[1].warps == 4 && ps[1].stages == 2 &&
                  !ps[1].seg_ahead && splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
              "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
+      /* At head_dim 32 pass 1 (two segments a row) runs the mma.sync kernel and pass 2
+       * (one) the warp-specialised kernel, which merges pass 1's rows. */
+      CHECK(pass_specs_for("strided(64) | window(64)", 4096, 32, "sm_90a", 0, ps, sh));
+      CHECK(splat__kspec_programs(&ps[0], &ps[1], prog) == 3);
+      splat__kspec_program(&prog[1], n1, sizeof n1);
+      splat__kspec_program(&prog[2], n2, sizeof n2);
+      CHECKF(!ps[0].wgmma && ps[0].max_segs == 2 && ps[1].wgmma == SPLAT__WGMMA_WS &&
+                 ps[1].warps == 4 &&
+                 !strcmp(n1, "splat_attn_tile_bf16_v_bf16_d32_q64_k128_kt64_s3_seg2_pass1.cu") &&
+                 !strcmp(n2, "splat_attn_ws_bf16_d32_q64_k64_kt64_s4_seg1_pass2.cu"),
+             "d32 passes: %s %s", n1, n2);
       CHECK(pass_specs_for("strided(64) | window(64)", 16384, 64, "sm_90a", 0, ps, sh) &&
             sh[1].tile_k == 128);
       splat__kspec w2_unstaged = ps[1];

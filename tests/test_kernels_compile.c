@@ -260,13 +260,20 @@ int main(void) {
   /* 16-bit head_dim 32 on the warp-specialised kernel (rows of one segment: kgen.c): every
    * epilogue, and a two-pass plan whose first pass (two segments a row) runs the mma.sync
    * kernel and whose second merges its rows on the warp-specialised one; two consumer
-   * warpgroups, and one (the 64-row phase classes of strided(64) | window(64) at 4096). */
+   * warpgroups on 128-key tiles (with rows' segments ahead too: windows), and one on
+   * 64-key tiles (the 64-row phase classes of strided(64) | window(64) at 4096). */
   for (int t = 1; t < 3; t++) {
     for (int wgs = 2; wgs >= 1; wgs--) {
       splat__kspec s;
-      splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 1, 128, 128);
+      splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 1, 128,
+                        wgs == 2 ? 128 : 64);
       CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, wgs, 0) && s.warps == 4 * wgs);
       add_arch(&s, "sm_90a");
+      if (wgs == 2) {
+        splat__kspec sa = s;
+        sa.seg_ahead = 1;
+        add_arch(&sa, "sm_90a");
+      }
       splat__kspec p1, p2 = s;
       splat__kspec_init(&p1, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 2, 128, 128);
       CHECK(!splat__kspec_use_wgmma(&p1, SPLAT__WGMMA_WS, 0, 0));

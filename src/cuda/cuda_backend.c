@@ -298,15 +298,21 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   if (st == SPLAT_OK) st = dev_plan(t, tiles, runs, 1);
   for (int k = 0; k < npass && st == SPLAT_OK; k++) st = dev_plan(&pass[k], ptiles[k], pruns[k], 0);
   /* TMA views of the key groups, for the warp-specialised attention kernel: over the
-   * runs the attention tiles use (the passes' when two; split runs keep them). */
+   * runs the attention tiles use (the passes' when two, of the passes that kernel runs:
+   * head_dim 32's pass 1 may run the mma.sync kernel, which reads none; split runs keep
+   * them). The passes' runs are consecutive: pass 1's, then pass 2's. */
   int tma = 0;
   if (st == SPLAT_OK) st = splat__tma_env(&tma);
   if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
   if (st == SPLAT_OK && tma && attn_ws(p) && p->tile[SPLAT__KOP_ATTENTION]) {
-    if (npass)
-      splat__tma_views_assign(pruns[0], pr0 + pr1, plan->seq_k, &p->views);
-    else
+    if (npass) {
+      const int ws0 = al->spec[0].wgmma == SPLAT__WGMMA_WS,
+                ws1 = al->spec[1].wgmma == SPLAT__WGMMA_WS;
+      splat__tma_views_assign(ws0 ? pruns[0] : pruns[1], (ws0 ? pr0 : 0) + (ws1 ? pr1 : 0),
+                              plan->seq_k, &p->views);
+    } else {
       splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
+    }
   }
   /* The fused attention's tiles of a single pass, split where a tile has more than
    * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
@@ -611,7 +617,9 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
  * batch x heads, row blocks), where a CTA of 16 x warps rows takes one row block of a
  * query tile (tile_q / (16 x warps) blocks). `dependent`: pass 2 of a two-pass attention
  * on the warp-specialised kernel, launched (where the driver has cuLaunchKernelEx) as a
- * programmatic dependent of pass 1, so it starts while pass 1 ends (attention_ws.cuh). */
+ * programmatic dependent of pass 1, so it starts while pass 1 ends where pass 1 is on that
+ * kernel too (attention_ws.cuh; the mma.sync kernel, head_dim 32's pass 1, does not signal
+ * its dependents: pass 2 then starts as its grid ends). */
 static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec, CUfunction f,
                                 int smem, int64_t ntiles, splat_stream stream, void *params,
                                 int dependent) {
@@ -869,9 +877,13 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
     splat__tma_views_encode(&p->views, drv->cuTensorMapEncodeTiled, k, v, plan->desc.batch,
                             plan->desc.heads_kv, plan->seq_k, plan->desc.head_dim, &prm);
     /* Q by TMA where the keys are (SPLAT_ATTN_TMA=0 gathers both), seen with the row
-     * stride of each pass's tiles. */
-    const int32_t qstride[2] = {p->npass ? p->pass_pat[0].qstride : p->attn_pat.qstride,
-                                p->npass ? p->pass_pat[1].qstride : 0};
+     * stride of each pass's tiles (none for a pass on the mma.sync kernel). */
+    const int ws0 = p->spec[SPLAT__KOP_ATTENTION].wgmma == SPLAT__WGMMA_WS;
+    const int32_t qstride[2] = {
+        !ws0       ? 0
+        : p->npass ? p->pass_pat[0].qstride
+                   : p->attn_pat.qstride,
+        p->npass && p->attn_pass2_spec.wgmma == SPLAT__WGMMA_WS ? p->pass_pat[1].qstride : 0};
     if (prm.tma)
       splat__tma_q_encode(drv->cuTensorMapEncodeTiled, q, plan->desc.batch, plan->desc.heads,
                           plan->seq_q, plan->desc.head_dim, qstride, &prm);

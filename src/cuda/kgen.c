@@ -225,7 +225,7 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   /* The warp-specialised kernel's head_dims: 40 .. 256 (multiples of 8, run as 64, 128, 192
    * or 256 columns: kernels/attention_ws.cuh SPLAT_DP); the wgmma kernel's 64 and 128.
    * Head_dim 32 runs as 64 columns there only where rows have one segment (windows, blocks,
-   * dilated and strided windows: 1.10-1.21x the mma.sync kernel), and stays on the mma.sync
+   * dilated and strided windows: 1.10-1.24x the mma.sync kernel), and stays on the mma.sync
    * kernel otherwise (longformer and BigBird ran 0.84-0.96x as 64 columns; bench/NOTES.md
    * v26, v54). f32 stays on the mma.sync kernel (3xTF32). */
   const int ws_dim = hd % 8 == 0 && (hd >= 40 || (hd == 32 && s->max_segs == 1)) && hd <= 256;
