@@ -723,6 +723,25 @@ static void test_tma_views(void) {
   CHECK(v.n == 4 && v.stride[0] == 1 && v.stride[1] == 2 && v.stride[2] == 256 &&
         v.width[2] == 32 && v.stride[3] == 4);
   for (int i = 0; i < 12; i++) CHECKF(runs[i].view == want[i], "run %d: view %d", i, runs[i].view);
+  /* Two passes (pass 1's two contiguous runs, then pass 2's two of stride 64): views over
+   * the passes the warp-specialised kernel runs; another kernel's runs keep their field
+   * (7 here) and take no slot. */
+  splat__tma_views pv;
+  const int64_t pn[2] = {2, 2};
+  const int both[2] = {1, 1}, second[2] = {0, 1}, first[2] = {1, 0};
+  for (int c = 0; c < 3; c++) {
+    splat_dev_run pr[4] = {{0, 1, 1, 0, 2, 1, 7, 0},
+                           {0, 1, 1, 256, 1, 1, 7, 0},
+                           {5, 64, 1, 0, 1, 0, 7, 0},
+                           {9, 64, 1, 0, 1, 0, 7, 0}};
+    const int *ws = c == 0 ? both : c == 1 ? second : first;
+    splat__tma_views_assign_passes(pr, pn, ws, 4096, &pv);
+    const int w1 = c == 0 ? 0 : c == 1 ? 7 : 0, w2 = c == 0 ? 1 : c == 1 ? 0 : 7;
+    CHECKF(pv.n == (c == 0 ? 2 : 1) && pv.stride[0] == (c == 1 ? 64 : 1) && pr[0].view == w1 &&
+               pr[1].view == w1 && pr[2].view == w2 && pr[3].view == w2,
+           "passes case %d: %d views, runs %d %d %d %d", c, pv.n, pr[0].view, pr[1].view,
+           pr[2].view, pr[3].view);
+  }
 
   /* K and V [2][3][4096][128] bf16, contiguous. */
   static uint16_t kbuf[8], vbuf[8];

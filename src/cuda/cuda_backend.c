@@ -306,10 +306,10 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
   if (st == SPLAT_OK && tma && attn_ws(p) && p->tile[SPLAT__KOP_ATTENTION]) {
     if (npass) {
-      const int ws0 = al->spec[0].wgmma == SPLAT__WGMMA_WS,
-                ws1 = al->spec[1].wgmma == SPLAT__WGMMA_WS;
-      splat__tma_views_assign(ws0 ? pruns[0] : pruns[1], (ws0 ? pr0 : 0) + (ws1 ? pr1 : 0),
-                              plan->seq_k, &p->views);
+      const int64_t pr[2] = {pr0, pr1};
+      const int ws[2] = {al->spec[0].wgmma == SPLAT__WGMMA_WS,
+                         al->spec[1].wgmma == SPLAT__WGMMA_WS};
+      splat__tma_views_assign_passes(pruns[0], pr, ws, plan->seq_k, &p->views);
     } else {
       splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
     }

@@ -32,6 +32,12 @@ void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
   }
 }
 
+void splat__tma_views_assign_passes(splat_dev_run *runs, const int64_t nruns[2], const int ws[2],
+                                    int64_t seq_k, splat__tma_views *out) {
+  splat__tma_views_assign(ws[0] ? runs : runs + nruns[0],
+                          (ws[0] ? nruns[0] : 0) + (ws[1] ? nruns[1] : 0), seq_k, out);
+}
+
 /* The map of one view over tensor t: {D, d, seq_k / d, heads_kv, batch}, box
  * {64, w, 64 / w, 1, 1}. Byte strides of dims 1..4: row, d rows, head, batch (a dim of
  * extent 1 gets the span below it, any stride being valid there). */

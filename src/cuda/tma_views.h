@@ -28,6 +28,13 @@ typedef struct splat__tma_views {
 void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
                              splat__tma_views *out);
 
+/* The views of a two-pass plan: over the runs of the passes the warp-specialised kernel
+ * runs (ws[k] nonzero), pass 1's nruns[0] runs followed by pass 2's nruns[1] in `runs`; the
+ * runs of a pass on another kernel (head_dim 32's mma.sync pass 1) are left as they are and
+ * take no view slot. */
+void splat__tma_views_assign_passes(splat_dev_run *runs, const int64_t nruns[2], const int ws[2],
+                                    int64_t seq_k, splat__tma_views *out);
+
 /* Fills prm->kmap and prm->vmap for each view from K and V (f16 or bf16, [batch,
  * heads_kv, seq_k, head_dim] with unit last stride, 16-byte aligned data and strides; the
  * tile kernel's layout) and sets prm->tma = 1; sets it to 0 (every sub-tile gathered)
