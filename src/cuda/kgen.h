@@ -132,11 +132,11 @@ const char *splat__kspec_template(splat__kop op);
  * kernel's default, 1 for SYNC and 2 for WS, whose producer warpgroup comes on top) when
  * it qualifies (64-key sub-tiles): SYNC at head_dim 64 or 128; WS at head_dim 128 with one
  * warpgroup takes the SYNC kernel instead; head_dim 40 .. 56, and 32 where rows have one
- * segment (as 64 columns: WS as at 64), and 72 .. 120 (as 128: WS with two warpgroups only), multiples of 8; head_dim 136 .. 192
- * (as 192) only WS, two warpgroups by default (one above 6 segments a row), 2 stages; 200 ..
- * 256 (as 256) only WS, always one warpgroup and 2 stages. kt: keys per sub-tile of WS, 0
- * (default: 128 at head_dim 64 with two warpgroups where tile_k allows, else 64), 64 or 128
- * (where allowed). Returns 1 when it switched. */
+ * segment (as 64 columns: WS as at 64), and 72 .. 120 (as 128: WS with two warpgroups only),
+ * multiples of 8; head_dim 136 .. 192 (as 192) only WS, two warpgroups by default (one above 6
+ * segments a row), 2 stages; 200 .. 256 (as 256) only WS, always one warpgroup and 2 stages. kt:
+ * keys per sub-tile of WS, 0 (default: 128 at head_dim 64 with two warpgroups where tile_k allows,
+ * else 64), 64 or 128 (where allowed). Returns 1 when it switched. */
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt);
 
 /* The R-SDDMM on sm_90a: turns an SDDMM tile spec into sddmm_wgmma.cuh's (wgmma, 3xTF32
