@@ -13,8 +13,8 @@
  * consumers.
  *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the
  *     consumers never decode items or read the plan's tiles) and Q (by TMA where the
- *     item's rows step evenly by the pattern's row stride, P.pat.qstride, except in the
- *     64-column kernels with segments ahead; else cp.async) into one of
+ *     item's rows step evenly by the pattern's row stride, P.pat.qstride; else cp.async)
+ *     into one of
  *     two buffers (full and empty mbarriers per buffer: it loads item k+1 while the
  *     consumers finish item k); after the last item, a record with no rows ends the walk;
  *     then every sub-tile (SPLAT_KT keys: 64, or 128 at 64 columns) of the tile's key runs
@@ -23,17 +23,20 @@
  *     per (stride, width) group: src/cuda/tma_views.c) is one tensor-map load per 64 keys
  *     and 64-column panel of K and of V, issued by one thread (dilated and strided keys are
  *     the map's middle coordinates, not masks); any other sub-tile is gathered by cp.async
- *     by the whole warpgroup. At a run's first sub-tile it also builds the rows' interval
- *     tables of a predicated run's group for the mask (buffer R % STAGES of a run counter R over the
- *     CTA's items: every run has at least one sub-tile, so the run STAGES back is done).
+ *     by the whole warpgroup. With a predicated run's first sub-tile it also copies the
+ *     run's interval table for the mask, built at plan time (P.pat.tables, one record per
+ *     query tile, row block and key group: src/cuda/ws_tables.c), by one bulk copy on the
+ *     sub-tile's full barrier into buffer R % STAGES of a run counter R over the CTA's items
+ *     (every run has at least one sub-tile, so the run STAGES back is done). It never reads
+ *     the rows' segments: its chain per item is the item's decode, Q and the copies.
  *   - Consumers: S = Q K^T by wgmma m64nKTk16 (both operands in shared memory, K-major);
  *     the mask predicate only on predicated runs; the online softmax in registers; P in
  *     the input dtype straight from the S registers is the A operand of O += P V (wgmma
  *     RS, V MN-major through the transpose bit). The product P V of one sub-tile is in
  *     flight while the softmax of the next runs (S(j+1) and P(j) V(j) are issued
  *     together). A warpgroup skips a predicated sub-tile none of its rows touches, and masks
- *     only where some row does not cover the whole sub-tile (the producer leaves each run's
- *     key span per warp beside its tables).
+ *     only where some row does not cover the whole sub-tile (each table carries the key span
+ *     of every 32 rows).
  *     O / l and the log-sum-exp go to the original rows; rows without entries get zeros
  *     and -inf. A chunk of a split tile leaves partial results for the merge kernel
  *     instead (attention_merge.cuh).
@@ -46,16 +49,14 @@
  * leave every row's partial result, and merge it into the second pass's
  * (splat_ws_store_staged); every variant stores the output by that staged epilogue only
  * (the host runs the row kernel for outputs it cannot store so); in pass 2's
- * kernels whose shared memory has room (SPLAT_WS_STAGED), the consumers copy their rows' pass-1 results into
- * shared memory at each item's start (cp.async copies completing on an mbarrier), so the merge at the
- * item's end reads them there, not from L2. The host launches pass 2 as a programmatic
- * dependent of pass 1 (cuda_backend.c launch_tile): pass 1 on this kernel lets it start at
- * once, on the SMs its CTAs leave (a pass 1 on the mma.sync kernel, head_dim 32's, does not
- * signal: pass 2 then starts as that grid ends), where its producer loads the first items' Q and K/V while pass 1 ends;
- * its consumers wait for pass 1's results before anything else (wgmma.cuh
- * splat_grid_wait_prior). SPLAT_WS_SEG_AHEAD (1 or 0): the plan's rows are in their own
- * order and some of its runs are predicated, so the producer loads each item's row
- * segments as it starts (kgen.c sets it; the producer's fetch below). */
+ * kernels whose shared memory has room (SPLAT_WS_STAGED), the consumers copy their rows' pass-1
+ * results into shared memory at each item's start (cp.async copies completing on an mbarrier), so
+ * the merge at the item's end reads them there, not from L2. The host launches pass 2 as a
+ * programmatic dependent of pass 1 (cuda_backend.c launch_tile): pass 1 on this kernel lets it
+ * start at once, on the SMs its CTAs leave (a pass 1 on the mma.sync kernel, head_dim 32's, does
+ * not signal: pass 2 then starts as that grid ends), where its producer loads the first items' Q
+ * and K/V while pass 1 ends; its consumers wait for pass 1's results before anything else
+ * (wgmma.cuh splat_grid_wait_prior). */
 
 #include "attention_common.cuh"
 #include "attention_rows.cuh"
@@ -100,11 +101,8 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
 /* Columns of the Q, K and V tiles and of O: 64, 128, 192 or 256 (32 .. 56 run as 64, 72 ..
  * 120 as 128, 136 .. 184 as 192, 200 .. 248 as 256: the loads zero-fill the columns past
  * head_dim, whose products are zero in S and dropped from O). */
-#define SPLAT_DP                 \
-  (SPLAT_HEAD_DIM <= 64    ? 64  \
-   : SPLAT_HEAD_DIM <= 128 ? 128 \
-   : SPLAT_HEAD_DIM <= 192 ? 192 \
-                           : 256)
+#define SPLAT_DP \
+  (SPLAT_HEAD_DIM <= 64 ? 64 : SPLAT_HEAD_DIM <= 128 ? 128 : SPLAT_HEAD_DIM <= 192 ? 192 : 256)
 static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
               "the warp-specialised attention kernel takes head_dim 32 .. 192 (a multiple of "
               "8), or up to 256 with one consumer warpgroup (its O alone is 128 registers a "
@@ -114,46 +112,26 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 #define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
-/* The producer loads each item's row segments as it starts (SPLAT_WS_SEG_AHEAD from the
- * prelude: rows in their own order, some runs predicated) in kernels of at most two
- * segments a row, two consumer warpgroups and at most 128 columns (the producer's fetch
- * below). */
-#define SPLAT_WS_SA \
-  (SPLAT_WS_SEG_AHEAD && SPLAT_MAX_SEGS <= 2 && SPLAT_WGS == 2 && SPLAT_DP <= 128)
-/* Q by TMA in the kernels with segments ahead: at 128 columns only, where it gains 2-5%
- * (bench/NOTES.md v47); their producer spills with it at 120 registers, and at 64 columns
- * the 8 registers the consumers give up for it cost about what it gains. */
-#define SPLAT_WS_SA_QTMA (SPLAT_WS_SA && SPLAT_DP == 128)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8); setmaxnreg takes the producer down to 120 (136
- * with segments ahead and Q by TMA; with one consumer warpgroup 112, or 104 at 128 columns)
- * and the consumers up to what the CTA's pool then allows (192 each of two, 184 beside 136:
- * at 136 / 184 every kernel without segments ahead ran 2-6% slower at head_dim 64,
- * bench/NOTES.md v44; above 128 columns, where O is 96 of them, 200 beside a producer of
- * 104; one warpgroup: 144, or 152 at 128 columns, where 144 spilled, kgen.c
- * splat__kspec_ws_narrow, bench/NOTES.md v51). One consumer warpgroup above 128
- * columns: one CTA an SM (its stages fill the shared memory), whose 256 threads get the
- * most a thread can have (255 registers) with no split (SPLAT_WS_REG_SPLIT 0). */
+ * CTAS) per thread (rounded down to 8: 168 with two consumer warpgroups, 128 with one);
+ * setmaxnreg takes the producer down to 80 and the consumers up to what the CTA's pool
+ * then allows: 208 each of two, 176 for one. The producer only issues copies (the interval
+ * tables come from the plan), and compiles without spills at 80 (4-16 bytes at 72); it needed ~120
+ * when it built the tables (104 and 112 with one consumer warpgroup, beside 152 / 144;
+ * bench/NOTES.md v44, v51, v55). One consumer warpgroup above 128 columns: one CTA an SM (its
+ * stages fill the shared memory), whose 256 threads get the most a thread can have (255 registers)
+ * with no split (SPLAT_WS_REG_SPLIT 0). */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
 #define SPLAT_WS_REG_SPLIT (SPLAT_WGS > 1 || SPLAT_DP <= 128)
-/* The producer's registers hold the items, interval tables and the gather. */
-#define SPLAT_PRODUCER_REGS                            \
-  (SPLAT_WGS == 1 ? (SPLAT_DP == 128 ? 104 : 112)      \
-   : SPLAT_DP > 128 ? 104                              \
-   : SPLAT_WS_SA_QTMA ? 136                            \
-                    : 120)
-#define SPLAT_CONSUMER_REGS                            \
-  (SPLAT_WGS == 1 ? (SPLAT_DP == 128 ? 152 : 144)      \
-   : SPLAT_DP > 128 ? 200                              \
-   : SPLAT_WS_SA_QTMA ? 184                            \
-                    : 192)
+#define SPLAT_PRODUCER_REGS 80
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS == 1 ? 176 : 208)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
 
 /* Dynamic shared memory, bytes (kgen.c computes the same): 1024 of alignment slack, two Q
  * buffers, STAGES x (K, V), the mbarriers (full and empty per stage, full and empty per Q
- * buffer), interval tables + their spans per producer warp + counts, two buffers of row
+ * buffer), STAGES interval-table records (params.cuh SPLAT_WS_TABLE_BYTES), two buffers of row
  * ids, two task records (48 bytes each); then, in pass 2's kernels where they fit (kgen.c
  * splat__kspec_tile_smem decides it for the device: one warpgroup, two CTAs still sharing
  * an SM; two, a CTA's opt-in; SPLAT_TILE_SMEM then includes them), its rows' pass-1 results
@@ -161,39 +139,29 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
  * warpgroup and SPLAT_ROWPART_COPY bytes a row, so the merge does not wait on L2 at each
  * item's end (bench/NOTES.md v9.5). Staged by a bulk copy a row, the two-warpgroup kernels
  * were 0.5-1.5% slower than unstaged (v9.7); by cp.async, 2-5% faster (v20). */
+#define SPLAT_WS_TAB SPLAT_WS_TABLE_BYTES(SPLAT_TQ, SPLAT_MAX_SEGS) /* a table record */
+static_assert(sizeof(splat_ival) == 16, "the interval tables' layout (params.cuh)");
 #define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
-   8 * (2 * SPLAT_STAGES + 4) +                                                            \
-   SPLAT_STAGES * SPLAT_TQ * (SPLAT_MAX_SEGS * (int)sizeof(splat_ival) + 4) +              \
-   SPLAT_STAGES * (SPLAT_TQ / 32) * 16 + 2 * SPLAT_TQ * 4 + 2 * 48)
+   8 * (2 * SPLAT_STAGES + 4) + SPLAT_STAGES * SPLAT_WS_TAB + 2 * SPLAT_TQ * 4 + 2 * 48)
 #define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY)
 #define SPLAT_WS_STAGED \
   (SPLAT_ATTN_PASS == 2 && SPLAT_TILE_SMEM == SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES)
 #define SPLAT_ATTN_SMEM (SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED * SPLAT_WS_STAGED_BYTES)
 
-/* The span of a run's interval tables over a set of rows (a producer warp's 32, or a
+/* The span of a run's intervals over a set of rows (32 in a table record, joined to a
  * consumer warpgroup's 64): lo..hi, the hull of their intervals when every row has one, or
- * two a few keys apart (splat_span_row; a sub-tile outside it is
- * touched by no row; one inside may still be untouched, between the rows: computed, all
- * masked), else lo = INT32_MIN and hi = INT32_MAX (unknown: the rows' intervals decide);
- * every row has an interval covering full_lo..full_hi (empty when full_lo > full_hi). Rows
- * past the item's are left out: their results are dropped. */
-#define SPLAT_SPAN_NONE make_int4(0x7fffffff, (int)0x80000000, (int)0x80000000, 0x7fffffff)
+ * two a few keys apart (a sub-tile outside it is touched by no row; one inside may still
+ * be untouched, between the rows: computed, all masked), else lo = INT32_MIN and hi =
+ * INT32_MAX (unknown: the rows' intervals decide); every row has an interval covering
+ * full_lo..full_hi (empty when full_lo > full_hi). Rows past the item's are left out:
+ * their results are dropped. src/cuda/ws_tables.c builds them (in kernels of two
+ * intervals a row, the hull of two a few keys apart: the contiguous pass of strided |
+ * window, a window with holes at the lattice points, runs 2-4% faster than with the rows'
+ * votes; bench/NOTES.md v9.4). */
 SPLAT_DEV int4 splat_span_join(int4 a, int4 b) {
   return make_int4(min(a.x, b.x), max(a.y, b.y), max(a.z, b.z), min(a.w, b.w));
 }
-/* One row's span from its n intervals (in increasing order). In kernels of two intervals a
- * row, their hull when they are a few keys apart (a sub-tile meeting the hull then meets
- * one: the contiguous pass of strided | window, a window with holes at the lattice points,
- * runs 2-4% faster than with the rows' votes; bench/NOTES.md v9.4). */
-SPLAT_DEV int4 splat_span_row(const splat_ival *iv, int n) {
-  if (n == 1) return make_int4(iv[0].lo, iv[0].hi, iv[0].lo, iv[0].hi);
-  if (n == 0) return make_int4(0x7fffffff, (int)0x80000000, 0x7fffffff, (int)0x80000000);
-  if (SPLAT_MAX_SEGS == 2 && iv[1].lo - iv[0].hi <= SPLAT_KT / 8)
-    return make_int4(iv[0].lo, iv[1].hi, 0x7fffffff, (int)0x80000000);
-  return make_int4((int)0x80000000, 0x7fffffff, 0x7fffffff, (int)0x80000000);
-}
-
 static_assert(
     SPLAT_ATTN_SMEM == SPLAT_TILE_SMEM,
     "the launch (kgen.c splat__kspec_tile_smem) and this kernel disagree on its shared memory");
@@ -395,10 +363,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   uint64_t *empty = full + SPLAT_STAGES;
   uint64_t *qfull = empty + SPLAT_STAGES; /* [2]: Q and row ids of buffer b are in */
   uint64_t *qempty = qfull + 2;           /* [2]: the consumers are done with buffer b */
-  splat_ival *sIv = (splat_ival *)(qempty + 2);
-  int4 *sSpan = (int4 *)(sIv + SPLAT_STAGES * SPLAT_TQ * SPLAT_MAX_SEGS); /* [STAGES][TQ / 32] */
-  int *sNiv = (int *)(sSpan + SPLAT_STAGES * (SPLAT_TQ / 32));
-  int *sRows = sNiv + SPLAT_STAGES * SPLAT_TQ; /* [2][TQ] original rows of the items */
+  unsigned char *sTab = (unsigned char *)(qempty + 2);      /* [STAGES] table records */
+  int *sRows = (int *)(sTab + SPLAT_STAGES * SPLAT_WS_TAB); /* [2][TQ] original rows of the items */
   splat_ws_task *sTask = (splat_ws_task *)(sRows + 2 * SPLAT_TQ); /* [2] the items */
   uint64_t *pfull = (uint64_t *)(sTask + 2); /* [WGS] (SPLAT_WS_STAGED): the rows' copies are in */
   unsigned char *sStaged = (unsigned char *)(pfull + 2); /* [TQ][SPLAT_ROWPART_COPY] (STAGED) */
@@ -413,7 +379,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_mbar_init(&qempty[b], 128 * SPLAT_WGS);
     }
     if (SPLAT_WS_STAGED)
-      for (int c = 0; c < SPLAT_WGS; c++) splat_mbar_init(&pfull[c], 128); /* every thread's copies */
+      for (int c = 0; c < SPLAT_WGS; c++)
+        splat_mbar_init(&pfull[c], 128); /* every thread's copies */
     splat_mbar_fence_init();
   }
   __syncthreads(); /* the barriers are in */
@@ -436,29 +403,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     int nrow = 0;
     splat_ws_item nx; /* the next item, decoded once (its divisions: 13% of the instructions
                        * of a kernel of one-sub-tile items when decoded twice, v20) */
-    /* SPLAT_WS_SEG_AHEAD (plans whose rows are in their own order and have predicated
-     * runs, kernels of at most two segments a row and two consumer warpgroups): a row's id
-     * is its position (no permutation load) and its segment offsets come with it; the
-     * item's segments are loaded as it starts, before the wait for its Q buffer, and the
-     * interval tables of its first run are built from them, not by two dependent global
-     * loads on the producer's chain (bench/NOTES.md v23, v24). Other kernels compile as
-     * without it: above 128 columns the producer has 104 registers, too few for it. */
-    constexpr bool seg_ahead = SPLAT_WS_SA;
-    int64_t ns0 = 0, ns1 = 0;
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
       nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
-      if constexpr (seg_ahead) {
-        const int q = nx.tile.row_begin + nx.rb + (int)threadIdx.x;
-        nrow = (int)threadIdx.x < nx.nrows ? q : 0;
-        if ((int)threadIdx.x < nx.nrows) {
-          ns0 = P.pat.row_seg[q];
-          ns1 = P.pat.row_seg[q + 1];
-        }
-      } else {
-        nrow =
-            (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
-      }
+      nrow = (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
     };
     fetch(blockIdx.x);
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
@@ -469,15 +417,6 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         continue;
       }
       SPLAT_WS_MARK(0, k, 0); /* trace: the item starts */
-      const bool seg_regs =
-          seg_ahead && (int)threadIdx.x < it.nrows && ns1 - ns0 <= SPLAT_MAX_SEGS;
-      const int sn = (int)(ns1 - ns0);
-      int4 sg[SPLAT_MAX_SEGS];
-      if (seg_regs) {
-#pragma unroll
-        for (int q = 0; q < SPLAT_MAX_SEGS; q++)
-          if (q < sn) sg[q] = *(const int4 *)(P.pat.segs + 4 * (ns0 + q));
-      }
       const splat_dev_tile tile = it.tile;
       const int nrows = it.nrows;
       const int64_t b = it.b, h = it.h, hk = h / P.shape.heads_per_kv;
@@ -520,9 +459,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_bar_sync(1, 128); /* the producer warpgroup's row ids are in for its Q gather */
       SPLAT_WS_MARK(0, k, 2); /* trace: its row ids are in */
       /* By TMA where the item's rows step by qstride inside the view (a vote), else
-       * gathered (always with segments ahead at 64 columns: SPLAT_WS_SA_QTMA). */
+       * gathered. */
       const int tx = (int)threadIdx.x;
-      if ((!seg_ahead || SPLAT_WS_SA_QTMA) && ((P.qtma >> qm) & 1) &&
+      if (((P.qtma >> qm) & 1) &&
           splat_bar_and(1, 128,
                         tx >= nrows || (sRow[tx] == sRow[0] + P.pat.qstride * tx &&
                                         sRow[tx] < P.pat.qcover))) {
@@ -556,33 +495,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           const int st = (int)(n % SPLAT_STAGES);
           splat_mbar_wait(&empty[st], ((n / SPLAT_STAGES) & 1u) ^ 1u);
           if (li == 0 && ls == 0) SPLAT_WS_MARK(0, k - 1, 4); /* trace: a stage for it is free */
-          /* A predicated run's interval tables and their span per warp (buffer R % STAGES:
-           * the run STAGES back is done; the consumers read them only in predicated runs).
-           * Whole warps: TQ is a multiple of 64. */
-          if (ls == 0 && run.predicate && threadIdx.x < SPLAT_TQ) {
-            const int r = threadIdx.x, tb = (int)(R % SPLAT_STAGES);
-            splat_ival *riv = sIv + (tb * SPLAT_TQ + r) * SPLAT_MAX_SEGS;
-            int niv = 0;
-            if (seg_ahead && seg_regs && li == 0) {
-              int32_t idx = 0;
-#pragma unroll
-              for (int q = 0; q < SPLAT_MAX_SEGS; q++)
-                if (q < sn)
-                  splat_seg_interval(sg[q], run.phase, run.stride, run.width, q == sn - 1, riv,
-                                     &niv, &idx);
-            } else if (r < nrows) {
-              niv = splat_row_intervals(P.pat, sRow[r], run.phase, run.stride, run.width, riv);
-            }
-            sNiv[tb * SPLAT_TQ + r] = niv;
-            int4 sp = r < nrows ? splat_span_row(riv, niv) : SPLAT_SPAN_NONE;
-#pragma unroll
-            for (int d = 1; d < 32; d *= 2) {
-              const int4 o = make_int4(
-                  __shfl_xor_sync(0xffffffffu, sp.x, d), __shfl_xor_sync(0xffffffffu, sp.y, d),
-                  __shfl_xor_sync(0xffffffffu, sp.z, d), __shfl_xor_sync(0xffffffffu, sp.w, d));
-              sp = splat_span_join(sp, o);
-            }
-            if ((r & 31) == 0) sSpan[tb * (SPLAT_TQ / 32) + (r >> 5)] = sp;
+          /* A predicated run's interval table for the item's row block (P.pat.tables),
+           * into buffer R % STAGES (the run STAGES back is done; the consumers read it only
+           * in predicated runs) with the run's first sub-tile: the stage's full barrier
+           * waits for its bytes too (announced before this thread's arrival below). */
+          if (ls == 0 && run.predicate && threadIdx.x == 0) {
+            unsigned char *tab = sTab + (int)(R % SPLAT_STAGES) * SPLAT_WS_TAB;
+            splat_mbar_expect_tx(&full[st], SPLAT_WS_TAB);
+            splat_bulk_load(tab,
+                            P.pat.tables + (int64_t)(run.table + it.rb / SPLAT_TQ) * SPLAT_WS_TAB,
+                            SPLAT_WS_TAB, &full[st]);
           }
           const int32_t g0 = run.base + ls * SPLAT_KT;
           unsigned char *sk = sKV + st * 2 * SPLAT_TILE_BYTES(SPLAT_KT);
@@ -621,7 +543,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           }
           if (li == 0 && ls == 0) SPLAT_WS_MARK(0, k - 1, 5); /* trace: its first sub-tile issued */
           if (q_pending) finish_q();
-          if (li == 0 && ls == 0) SPLAT_WS_MARK(0, k - 1, 6); /* trace: Q handed over, next fetched */
+          if (li == 0 && ls == 0)
+            SPLAT_WS_MARK(0, k - 1, 6); /* trace: Q handed over, next fetched */
         }
       }
       SPLAT_WS_MARK(0, k - 1, 7); /* trace: its sub-tiles issued */
@@ -644,6 +567,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int t = lane & 3;
   const int r0 = 64 * cw + 16 * warp + (lane >> 2); /* this thread's rows r0, r0 + 8 */
+  /* Table record tb (params.cuh SPLAT_WS_TABLE_BYTES): the rows' intervals, the spans of
+   * 32 rows, the rows' interval counts. */
+  auto tab_iv = [&](int tb) { return (const splat_ival *)(sTab + tb * SPLAT_WS_TAB); };
+  auto tab_span = [&](int tb) {
+    return (const int4 *)(sTab + tb * SPLAT_WS_TAB +
+                          SPLAT_WS_TABLE_SPAN_OFF(SPLAT_TQ, SPLAT_MAX_SEGS));
+  };
+  auto tab_niv = [&](int tb) {
+    return (const int *)(sTab + tb * SPLAT_WS_TAB +
+                         SPLAT_WS_TABLE_NIV_OFF(SPLAT_TQ, SPLAT_MAX_SEGS));
+  };
   /* The descriptors of stage 0's K and V tiles; a stage and a k16 step move them by
    * constants (splat_wgmma_desc_add). */
   const uint32_t kv_addr = splat_smem_addr(sKV);
@@ -759,10 +693,10 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         }
       }
     };
-    /* This warpgroup's span of the run's tables (buffer tb): its two producer warps'. */
+    /* This warpgroup's span of the run's table (buffer tb): its two 32-row spans joined. */
     auto span = [&](int tb) {
-      return splat_span_join(sSpan[tb * (SPLAT_TQ / 32) + 2 * cw],
-                             sSpan[tb * (SPLAT_TQ / 32) + 2 * cw + 1]);
+      const int4 *sp = tab_span(tb);
+      return splat_span_join(sp[2 * cw], sp[2 * cw + 1]);
     };
     auto next = [&](bool pending) -> int {
       for (;; step()) {
@@ -779,9 +713,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
              * intervals), else by the rows' intervals. */
             const int4 sp = span(tb);
             touched = SPLAT_MAX_SEGS > 1 && sp.x == (int)0x80000000
-                          ? splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(
-                                sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS, sNiv + tb * SPLAT_TQ, 64 * cw,
-                                g0, lane)
+                          ? splat_attn_wg_touches<SPLAT_TQ, SPLAT_KT>(tab_iv(tb), tab_niv(tb),
+                                                                      64 * cw, g0, lane)
                           : sp.x < g0 + SPLAT_KT && sp.y >= g0;
           }
         }
@@ -804,8 +737,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         const int32_t g0 = run.x + ls * SPLAT_KT;
         const int4 sp = span(tb);
         if (!(sp.z <= g0 && sp.w >= g0 + SPLAT_KT - 1)) {
-          splat_attn_mask<SPLAT_KT / 8>(s, sIv + tb * SPLAT_TQ * SPLAT_MAX_SEGS,
-                                        sNiv + tb * SPLAT_TQ, r0, g0, t);
+          splat_attn_mask<SPLAT_KT / 8>(s, tab_iv(tb), tab_niv(tb), r0, g0, t);
         }
       }
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
@@ -911,7 +843,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
         splat_attn_store<SPLAT_NO>(P, o, m, l, tc.x, tc.y, row, r0, nrows, t);
     }
 #endif
-    SPLAT_WS_MARK(wg, k, 6);        /* trace: the epilogue is done */
+    SPLAT_WS_MARK(wg, k, 6);          /* trace: the epilogue is done */
     SPLAT_WS_MARK_VALUE(wg, k, 7, n); /* trace: the ring position */
     R += (uint32_t)nruns;
     k++;

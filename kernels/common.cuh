@@ -8,6 +8,7 @@
  *   SPLAT_HEAD_DIM, SPLAT_MAX_SEGS (segments per regular row, K). */
 
 #include "params.cuh"
+#include "seg_interval.cuh"
 
 #ifndef SPLAT_KERNELS_COMMON_CUH
 #define SPLAT_KERNELS_COMMON_CUH
@@ -189,8 +190,7 @@ SPLAT_DEV void splat_cp_async16_at(uint32_t saddr, const void *gmem) {
 /* An arrival on the mbarrier at `bar` once all of this thread's earlier cp.async copies
  * are complete (counted in the barrier's expected arrivals: .noinc). */
 SPLAT_DEV void splat_cp_async_mbar_arrive(uint64_t *bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
-                   splat_smem_addr(bar))
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(splat_smem_addr(bar))
                : "memory");
 }
 SPLAT_DEV void splat_cp_async_commit() {
@@ -310,31 +310,19 @@ typedef struct splat_ival {
 } splat_ival;
 
 /* Appends to iv[*n] the interval of segment g = {start, stride, count, width} when it
- * belongs to group (phase, stride, width), its values starting at entry *idx, which then
- * moves past the segment's entries; last: the row's last segment. Mirrors the tile plan's
- * mapping of segments to gathered indices. */
+ * belongs to group (phase, stride, width) (seg_interval.cuh), its values starting at entry
+ * *idx, which then moves past the segment's entries; last: the row's last segment. */
 SPLAT_DEV void splat_seg_interval(int4 g, int32_t phase, int32_t stride, int32_t width, bool last,
                                   splat_ival *iv, int *n, int32_t *idx) {
-  const int32_t st = g.x, sd = g.y, cnt = g.z, wd = g.w;
-  bool in;
   int32_t lo, hi;
-  if (sd <= 1) {
-    in = stride == 1 && phase == 0 && width == 1;
-    lo = st;
-    hi = st + (cnt - 1) * sd + wd - 1;
-  } else {
-    in = stride == sd && phase == st % sd && width == wd;
-    lo = (st / sd) * wd;
-    hi = lo + cnt * wd - 1;
-  }
-  if (in) {
+  if (splat_seg_ival(g.x, g.y, g.z, g.w, phase, stride, width, &lo, &hi)) {
     iv[*n].lo = lo;
     iv[*n].hi = hi;
     iv[*n].idx0 = *idx;
     iv[*n].ends_row = last;
     ++*n;
   }
-  *idx += cnt * wd;
+  *idx += g.z * g.w;
 }
 
 /* Fills iv[0..) with row i's intervals of group (phase, stride, width); returns the
@@ -345,9 +333,9 @@ SPLAT_DEV int splat_row_intervals(const splat_dev_pattern &p, int64_t i, int32_t
   int n = 0;
   int32_t idx = 0;
   for (int64_t s = s0; s < s1; s++)
-    splat_seg_interval(make_int4(p.segs[4 * s], p.segs[4 * s + 1], p.segs[4 * s + 2],
-                                 p.segs[4 * s + 3]),
-                       phase, stride, width, s == s1 - 1, iv, &n, &idx);
+    splat_seg_interval(
+        make_int4(p.segs[4 * s], p.segs[4 * s + 1], p.segs[4 * s + 2], p.segs[4 * s + 3]), phase,
+        stride, width, s == s1 - 1, iv, &n, &idx);
   return n;
 }
 

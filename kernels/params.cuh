@@ -45,8 +45,21 @@ typedef struct splat_dev_run {
   /* The TMA view of the group (the plan's views, src/cuda/tma_views.h): the index of the
    * tensor maps that load this run's sub-tiles, or -1 (gathered by cp.async). */
   int32_t view;
-  int32_t pad;
+  /* The warp-specialised attention kernel's interval table of a predicated run (the
+   * plan's tables: index of the record of the item's first row block, row block b at
+   * table + b; src/cuda/ws_tables.h), or -1. */
+  int32_t table;
 } splat_dev_run;
+
+/* A record of the warp-specialised attention kernel's interval tables (one per query tile,
+ * row block of tq rows and key group of a predicated run; built at plan time by
+ * src/cuda/ws_tables.c, copied into shared memory with the run's first sub-tile): each
+ * row's intervals of the group (tq x segs splat_ival of 16 bytes, attention_ws.cuh), the
+ * span of every 32 rows (tq / 32 x 16 bytes: lo, hi, full_lo, full_hi), each row's
+ * interval count (tq x 4 bytes). A multiple of 16 bytes, as a bulk copy needs. */
+#define SPLAT_WS_TABLE_SPAN_OFF(tq, segs) ((tq) * (segs)*16)
+#define SPLAT_WS_TABLE_NIV_OFF(tq, segs) (SPLAT_WS_TABLE_SPAN_OFF(tq, segs) + (tq) / 32 * 16)
+#define SPLAT_WS_TABLE_BYTES(tq, segs) (SPLAT_WS_TABLE_NIV_OFF(tq, segs) + (tq)*4)
 
 /* One query tile: permuted positions [row_begin, row_begin + nrows), key runs
  * [run_begin, run_begin + nruns). */
@@ -68,6 +81,9 @@ typedef struct splat_dev_pattern {
    * [nmerge] x (row_begin, nrows, first slot, slots). */
   const int32_t *slots;
   const int32_t *merge;
+  /* The warp-specialised attention kernel's interval tables (records of
+   * SPLAT_WS_TABLE_BYTES, splat_dev_run.table), or NULL. */
+  const unsigned char *tables;
   int64_t seq_q, seq_k;
   /* Q by TMA (the sm_90a warp-specialised kernel): the row stride qstride of the plan's
    * query tiles (an item's rows q0, q0 + qstride, ...; 1: consecutive rows) and the rows

@@ -10,10 +10,12 @@
 
 #include "params.cuh"
 
+#ifndef SPLAT_HOST_DEV
 #ifdef __CUDACC_RTC__
 #define SPLAT_HOST_DEV __device__ __forceinline__
 #else
 #define SPLAT_HOST_DEV static inline
+#endif
 #endif
 
 /* Key of row kk of the box of sub-tile g0, and whether the box reads it (1) or zero-fills

@@ -447,10 +447,10 @@ SPLAT_DEV void splat_mbar_arrive(uint64_t *bar) {
  * that arrives later anyway (before the phase can complete) issues the loads. */
 SPLAT_DEV void splat_mbar_expect_tx(uint64_t *bar, uint32_t bytes) {
 #if SPLAT_HAS_TMA
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
-                   splat_smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(splat_smem_addr(bar)),
+      "r"(bytes)
+      : "memory");
 #else
   __trap();
 #endif
@@ -518,6 +518,19 @@ SPLAT_DEV void splat_tma_load_2d(void *dst, const splat_tensor_map *map, uint64_
       "%3}], "
       "[%4];\n" ::"r"(splat_smem_addr(dst)),
       "l"(map), "r"(c0), "r"(c1), "r"(splat_smem_addr(bar))
+      : "memory");
+#else
+  __trap();
+#endif
+}
+/* A bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) from global
+ * `src` to shared `dst` (one thread issues), completing its bytes of transaction on `bar`. */
+SPLAT_DEV void splat_bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+#if SPLAT_HAS_TMA
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(splat_smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(splat_smem_addr(bar))
       : "memory");
 #else
   __trap();

@@ -33,6 +33,7 @@
 #include "cuda/nvrtc.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
+#include "cuda/ws_tables.h"
 #include "harness.h"
 #include "support/reference_patterns.h"
 
@@ -407,25 +408,14 @@ static void test_kernel_choice(void) {
     CHECK(a->warps == 8 && a->stages == 3 && a->epi == SPLAT_EPI_SPLIT);
     r.rows_by_segments[2] = 1;
     CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
-    CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2 && !a->seg_ahead);
-    /* Rows in their own order with predicated runs: the producer loads each item's row
-     * segments as it starts (two warpgroups, at most two segments a row); permuted rows,
-     * plans of full runs only, and more segments a row do not. */
-    r.predicated_tiles = 1;
-    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
-    CHECK(a->seg_ahead);
+    CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2);
     char rows_name[96], tile_name[96];
     splat__kspec_names(a, rows_name, tile_name, sizeof rows_name);
-    CHECKF(!strcmp(tile_name, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_sa"), "%s",
-           tile_name);
-    r.rows_permuted = 1;
-    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
-    CHECK(!a->seg_ahead);
-    r.rows_permuted = 0;
+    CHECKF(!strcmp(tile_name, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2"), "%s", tile_name);
     r.max_segments = 3;
     r.rows_by_segments[3] = 1;
     CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
-    CHECK(a->max_segs == 3 && !a->seg_ahead);
+    CHECK(a->max_segs == 3);
   }
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->warps == 8);
@@ -1015,6 +1005,183 @@ static void test_tma_q_view(void) {
   }
 }
 
+/* ------------------------------------------------------------ interval tables */
+
+/* Checks the interval tables of plan t (rows perm, segments in a) built for row blocks of
+ * tq rows and sub-tiles of kt keys against the rows' columns (splat__acsr_row_columns, the
+ * segments expanded directly): every row of every tile sees, over the tile's runs (a full
+ * run: all its keys; a predicated one: the gathered indices inside the row's intervals of
+ * its table), each of its columns once and nothing else; the spans of 32 rows hold their
+ * rows' intervals, and their full keys lie in an interval of every row. Returns the
+ * mismatches. */
+static int64_t check_ws_tables(const splat__acsr *a, const splat__tile_plan *t, int tq, int kt,
+                               int64_t *tables) {
+  int segs = 1;
+  for (int64_t i = 0; i < a->seq_q; i++)
+    if (a->row_seg[i + 1] - a->row_seg[i] > segs) segs = (int)(a->row_seg[i + 1] - a->row_seg[i]);
+  splat_dev_tile *tiles = calloc((size_t)(t->ntiles ? t->ntiles : 1), sizeof *tiles);
+  splat_dev_run *runs = calloc((size_t)(t->nruns ? t->nruns : 1), sizeof *runs);
+  int32_t *cols = malloc((size_t)a->width * sizeof *cols);
+  int *seen = calloc((size_t)a->seq_k, sizeof *seen);
+  int64_t bad = 0;
+  CHECK(tiles && runs && cols && seen);
+  for (int64_t i = 0; i < t->ntiles; i++) {
+    const splat__query_tile *q = &t->tiles[i];
+    splat_dev_tile d = {(int32_t)q->row_begin, q->nrows, (int32_t)q->run_begin, q->nruns};
+    tiles[i] = d;
+  }
+  for (int64_t i = 0; i < t->nruns; i++) {
+    const splat__key_run *r = &t->runs[i];
+    splat_dev_run d = {
+        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, 7};
+    runs[i] = d;
+  }
+  splat__ws_tables wt;
+  CHECK(splat__ws_tables_build(a, t->perm, tiles, t->ntiles, runs, tq, segs, kt, &wt) == SPLAT_OK);
+  *tables += wt.count;
+  const int64_t rec = SPLAT_WS_TABLE_BYTES(tq, segs);
+  for (int64_t ti = 0; ti < t->ntiles && wt.count >= 0; ti++) {
+    const splat_dev_tile *tl = &tiles[ti];
+    for (int32_t r = 0; r < tl->nrows; r++) {
+      const int64_t row = t->perm[tl->row_begin + r];
+      memset(seen, 0, (size_t)a->seq_k * sizeof *seen);
+      for (int32_t li = 0; li < tl->nruns; li++) {
+        const splat_dev_run *run = &runs[tl->run_begin + li];
+        if (run->predicate != (run->table >= 0)) bad++;
+        const unsigned char *rc =
+            run->predicate ? wt.data + (int64_t)(run->table + r / tq) * rec : NULL;
+        const int32_t(*iv)[4] = rc ? (const int32_t(*)[4])rc + (int64_t)(r % tq) * segs : NULL;
+        const int niv = rc ? ((const int32_t *)(rc + SPLAT_WS_TABLE_NIV_OFF(tq, segs)))[r % tq] : 0;
+        if (niv < 0 || niv > segs) {
+          bad++;
+          continue;
+        }
+        for (int64_t g = run->base; g < run->base + (int64_t)run->ntiles * t->tile_k; g++) {
+          const splat__key_group grp = {run->phase, run->stride, run->width};
+          const int64_t key = splat__group_key(grp, g);
+          if (key >= a->seq_k) continue;
+          int in = !run->predicate;
+          for (int q = 0; q < niv; q++) in |= g >= iv[q][0] && g <= iv[q][1];
+          seen[key] += in;
+        }
+        if (!rc) continue;
+        /* The span of the row's 32 rows holds its intervals; its full keys are covered. */
+        const int32_t *sp =
+            (const int32_t *)(rc + SPLAT_WS_TABLE_SPAN_OFF(tq, segs)) + 4 * ((r % tq) / 32);
+        int full = sp[2] > sp[3];
+        for (int q = 0; q < niv; q++) {
+          if (sp[0] != INT32_MIN && (iv[q][0] < sp[0] || iv[q][1] > sp[1])) bad++;
+          full |= iv[q][0] <= sp[2] && iv[q][1] >= sp[3];
+        }
+        bad += !full;
+      }
+      const int64_t n = splat__acsr_row_columns(a, row, cols);
+      for (int64_t c = 0; c < n; c++) bad += seen[cols[c]] != 1, seen[cols[c]] = 0;
+      for (int64_t j = 0; j < a->seq_k; j++) bad += seen[j] != 0;
+    }
+  }
+  splat__ws_tables_free(&wt);
+  free(seen);
+  free(cols);
+  free(runs);
+  free(tiles);
+  return bad;
+}
+
+/* The warp-specialised kernel's interval tables (ws_tables.h) on the reference patterns'
+ * plans and their passes, at awkward sizes, for one and two consumer warpgroups (64- and
+ * 128-row blocks) and both sub-tile widths; runs of one tile and group share a table; a
+ * row with more intervals than the kernel takes fails with a sentence. */
+static void test_ws_tables(void) {
+  static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {4097, 4097}};
+  int64_t bad = 0, tables = 0, plans = 0;
+  for (int pi = 0; pi < splat_ref_pattern_count; pi++) {
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      splat_pattern *pat = NULL;
+      if (splat_pattern_parse(splat_ref_patterns[pi].spec, sizes[si][0], sizes[si][1], &pat) !=
+          SPLAT_OK)
+        continue;
+      splat__acsr a, part[2];
+      splat__tile_plan t, pass[2];
+      splat__attn_pass_shape shape[2];
+      int np = 0;
+      memset(&t, 0, sizeof t);
+      CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
+      CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+      CHECK(splat__attn_passes_plan(&a, &t, 2, 16, 64, SPLAT_BF16, pass, part, shape, &np) ==
+            SPLAT_OK);
+      for (int tq = 64; tq <= 128; tq += 64) {
+        const int kt = tq; /* both widths, each with one row-block size */
+        bad += check_ws_tables(&a, &t, tq, kt, &tables);
+        for (int k = 0; np == 2 && k < 2; k++)
+          bad += check_ws_tables(&part[k], &pass[k], tq, kt, &tables);
+        plans += 1 + np;
+      }
+      free_plans(pat, &a, &t, np, pass, part);
+    }
+  }
+  CHECKF(bad == 0, "%lld mismatches between the interval tables and the rows' columns",
+         (long long)bad);
+  CHECKF(plans > 100 && tables > plans, "%lld tables over %lld plans", (long long)tables,
+         (long long)plans);
+  printf("interval tables: %lld records over %lld plans checked against the rows' columns\n",
+         (long long)tables, (long long)plans);
+
+  /* Shared tables, and a row with more intervals than the kernel takes. */
+  splat_pattern *pat = NULL;
+  splat__acsr a;
+  splat__tile_plan t;
+  CHECK(splat_pattern_parse("longformer(16,4)", 1000, 1000, &pat) == SPLAT_OK);
+  CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
+  CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+  splat_dev_tile *tiles = calloc((size_t)t.ntiles, sizeof *tiles);
+  splat_dev_run *runs = calloc((size_t)t.nruns, sizeof *runs);
+  for (int64_t i = 0; i < t.ntiles; i++) {
+    splat_dev_tile d = {(int32_t)t.tiles[i].row_begin, t.tiles[i].nrows,
+                        (int32_t)t.tiles[i].run_begin, t.tiles[i].nruns};
+    tiles[i] = d;
+  }
+  for (int64_t i = 0; i < t.nruns; i++) {
+    splat_dev_run d = {t.runs[i].group.phase,
+                       t.runs[i].group.stride,
+                       t.runs[i].group.width,
+                       t.runs[i].base,
+                       t.runs[i].ntiles,
+                       t.runs[i].predicate,
+                       -1,
+                       0};
+    runs[i] = d;
+  }
+  splat__ws_tables wt;
+  CHECK(splat__ws_tables_build(&a, t.perm, tiles, t.ntiles, runs, 128, 3, 128, &wt) == SPLAT_OK);
+  /* Within a tile, predicated runs share a table exactly when they share a group. */
+  int64_t pairs = 0, wrong = 0;
+  for (int64_t ti = 0; ti < t.ntiles; ti++) {
+    const splat_dev_run *tr = runs + tiles[ti].run_begin;
+    for (int32_t i = 0; i < tiles[ti].nruns; i++)
+      for (int32_t j = 0; j < i; j++) {
+        if (!tr[i].predicate || !tr[j].predicate) continue;
+        const int same = tr[i].phase == tr[j].phase && tr[i].stride == tr[j].stride &&
+                         tr[i].width == tr[j].width;
+        pairs++;
+        wrong += same != (tr[i].table == tr[j].table);
+      }
+  }
+  CHECKF(wt.count > 0 && pairs > 0 && wrong == 0,
+         "longformer(16,4) at 1000: %lld tables, %lld pairs of predicated runs, %lld wrong",
+         (long long)wt.count, (long long)pairs, (long long)wrong);
+  splat__ws_tables_free(&wt);
+  /* Rows past the global ones have two intervals of the contiguous group (the global
+   * columns and the window): one a row is too few. */
+  CHECK(splat__ws_tables_build(&a, t.perm, tiles, t.ntiles, runs, 128, 1, 128, &wt) ==
+        SPLAT_ERR_INTERNAL);
+  CHECK(wt.count == 0 && wt.data == NULL);
+  CHECK(strstr(splat_last_error(NULL), "intervals of one key group") != NULL);
+  free(runs);
+  free(tiles);
+  free_plans(pat, &a, &t, 0, NULL, NULL);
+}
+
 /* ------------------------------------------------------------ two-pass attention */
 
 /* Whether a spec at seq 4096 gets two passes for batch x heads x head_dim. */
@@ -1226,18 +1393,18 @@ static void test_attn_epilogues(void) {
       CHECK(splat__kspec_programs(&p1, &p2, prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
-      /* Pass 1 (rows in their own order, predicated runs) loads its rows' segments as
-       * each item starts (_sa); pass 2's rows are phase classes. */
-      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_sa_pass1.cu") &&
+      /* Pass 1: rows in their own order, two segments a row; pass 2's rows are phase
+       * classes. */
+      CHECKF(!strcmp(n1, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass1.cu") &&
                  !strcmp(n2, "splat_attn_ws_bf16_d64_q64_k64_kt64_s4_seg1_pass2.cu"),
              "%s %s", n1, n2);
       /* At 16384 (256 keys a class) pass 2 has two warpgroups on 128-key tiles, and stages
        * its 128 rows too: one CTA an SM, within 227 KB. */
       /* At head_dim 128 and 4096 pass 2 (64-row classes) is narrow: one warpgroup, two
-       * CTAs an SM; pass 1 (128-row tiles) keeps two and its segments ahead. */
+       * CTAs an SM; pass 1 (128-row tiles) keeps two. */
       CHECK(pass_specs_for("strided(64) | window(64)", 4096, 128, "sm_90a", 0, ps, sh));
-      CHECKF(ps[0].warps == 8 && ps[0].seg_ahead && ps[1].warps == 4 && ps[1].stages == 2 &&
-                 !ps[1].seg_ahead && splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
+      CHECKF(ps[0].warps == 8 && ps[1].warps == 4 && ps[1].stages == 2 &&
+                 splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
              "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
       /* At head_dim 32 pass 1 (two segments a row) runs the mma.sync kernel and pass 2
        * (one) the warp-specialised kernel, which merges pass 1's rows. */
@@ -1254,7 +1421,6 @@ static void test_attn_epilogues(void) {
             sh[1].tile_k == 128);
       splat__kspec w2_unstaged = ps[1];
       w2_unstaged.epi = SPLAT_EPI_PASS1;
-      CHECK(ps[0].seg_ahead && !ps[1].seg_ahead); /* permuted rows never */
       CHECKF(ps[1].warps == 8 && ps[1].kt == 128 &&
                  splat__kspec_tile_smem(&ps[1]) - splat__kspec_tile_smem(&w2_unstaged) ==
                      16 + 128 * 144 &&
@@ -1986,6 +2152,7 @@ int main(void) {
   test_tma_views();
   test_tma_view_keys();
   test_tma_q_view();
+  test_ws_tables();
   test_tile_split();
   test_sddmm_split_ktiles();
   test_ptxas_parse();

@@ -209,11 +209,6 @@ int main(void) {
                     add_program(&nw[0], "sm_90a");
                     add_program_with(&nw[1], &nw[2], "sm_90a");
                   }
-                  /* Rows in their own order with predicated runs (two warpgroups): the
-                   * producer loads each item's row segments as it starts, every epilogue. */
-                  splat__kspec pa = p;
-                  pa.seg_ahead = 1;
-                  if (wgs == 2) add_arch(&pa, "sm_90a");
                 }
               }
             }
@@ -251,8 +246,6 @@ int main(void) {
         p.epi = SPLAT_EPI_PASS1;
         if (!splat__kspec_use_wgmma(&p, SPLAT__WGMMA_WS, 0, 0)) continue;
         add_program(&p, "sm_90a");
-        p.seg_ahead = p.warps == 8 && splat__kspec_ws_cols(p.head_dim) <= 128;
-        if (p.seg_ahead) add_arch(&p, "sm_90a");
       }
     }
   }
@@ -260,7 +253,7 @@ int main(void) {
   /* 16-bit head_dim 32 on the warp-specialised kernel (rows of one segment: kgen.c): every
    * epilogue, and a two-pass plan whose first pass (two segments a row) runs the mma.sync
    * kernel and whose second merges its rows on the warp-specialised one; two consumer
-   * warpgroups on 128-key tiles (with rows' segments ahead too: windows), and one on
+   * warpgroups on 128-key tiles, and one on
    * 64-key tiles (the 64-row phase classes of strided(64) | window(64) at 4096). */
   for (int t = 1; t < 3; t++) {
     for (int wgs = 2; wgs >= 1; wgs--) {
@@ -269,11 +262,6 @@ int main(void) {
                         wgs == 2 ? 128 : 64);
       CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, wgs, 0) && s.warps == 4 * wgs);
       add_arch(&s, "sm_90a");
-      if (wgs == 2) {
-        splat__kspec sa = s;
-        sa.seg_ahead = 1;
-        add_arch(&sa, "sm_90a");
-      }
       splat__kspec p1, p2 = s;
       splat__kspec_init(&p1, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 2, 128, 128);
       CHECK(!splat__kspec_use_wgmma(&p1, SPLAT__WGMMA_WS, 0, 0));

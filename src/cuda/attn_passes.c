@@ -36,7 +36,6 @@ static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2
     }
     if (shape[k].segs < 1) shape[k].segs = 1;
     shape[k].tile_k = pass[k].tile_k;
-    shape[k].ahead = !pass[k].permuted && pass[k].predicated_tiles > 0;
     for (int64_t t = 0; t < pass[k].ntiles; t++)
       if (pass[k].tiles[t].nrows > shape[k].tile_rows) shape[k].tile_rows = pass[k].tiles[t].nrows;
   }
@@ -85,7 +84,7 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
   for (int k = 0; k < 2; k++) {
     const splat_status st =
         splat__kspec_for_pass(&spec[k], rep, dt, head_dim, smem_optin, arch, shape[k].segs,
-                              shape[k].tile_k, shape[k].tile_rows, shape[k].ahead, k + 1);
+                              shape[k].tile_k, shape[k].tile_rows, k + 1);
     if (st != SPLAT_OK) return st;
   }
   *ok = spec[0].tile && spec[1].tile;

@@ -31,7 +31,6 @@ double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int
  * plan's where that computes less), and the most rows of one of its query tiles. */
 typedef struct splat__attn_pass_shape {
   int segs, tile_k, tile_rows;
-  int ahead; /* rows in their own order and some runs predicated (kgen.h seg_ahead) */
 } splat__attn_pass_shape;
 
 /* The two passes of the fused attention for a plan with ACSR a, single tile plan `single`

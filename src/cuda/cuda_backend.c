@@ -21,6 +21,7 @@
 #include "cuda/kgen.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
+#include "cuda/ws_tables.h"
 
 /* The driver table (loaded by the context) and the check of one driver call. */
 static const splat__cuda_api_table *drv;
@@ -207,7 +208,7 @@ static splat_status dev_plan(const splat__tile_plan *t, splat_dev_tile *tiles, s
                          (long long)i, (int)r->ntiles);
     }
     splat_dev_run d = {
-        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, 0};
+        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, -1};
     runs[i] = d;
   }
   return SPLAT_OK;
@@ -314,6 +315,24 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
     }
   }
+  /* The warp-specialised attention kernel's interval tables, for the pattern each of its
+   * kernels runs (the single plan's, or each pass's that runs on it), before the split
+   * below copies the runs (a chunk keeps its run's table: the same rows). */
+  splat__ws_tables tabs[3];
+  memset(tabs, 0, sizeof tabs);
+  if (st == SPLAT_OK && p->tile[SPLAT__KOP_ATTENTION]) {
+    if (!npass && attn_ws(p)) {
+      const splat__kspec *s = &p->spec[SPLAT__KOP_ATTENTION];
+      st = splat__ws_tables_build(a, t->perm, tiles, t->ntiles, runs, 16 * s->warps, s->max_segs,
+                                  s->kt, &tabs[0]);
+    }
+    for (int k = 0; k < npass && st == SPLAT_OK; k++) {
+      if (al->spec[k].wgmma != SPLAT__WGMMA_WS) continue;
+      st = splat__ws_tables_build(&al->part[k], pass[k].perm, ptiles[k], pass[k].ntiles, pruns[k],
+                                  16 * al->spec[k].warps, al->spec[k].max_segs, al->spec[k].kt,
+                                  &tabs[1 + k]);
+    }
+  }
   /* The fused attention's tiles of a single pass, split where a tile has more than
    * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
   splat__tile_split split;
@@ -329,7 +348,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
                                  splat__sddmm_split_ktiles(tiles, t->ntiles, runs), &sd);
     if (sd.nmerge == 0) splat__tile_split_free(&sd);
   }
-  int64_t off[23];
+  int64_t off[26];
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
     off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
@@ -354,7 +373,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     }
     off[21] = stage_add(&s, sd.tiles, (size_t)sd.ntiles * sizeof *sd.tiles);
     off[22] = stage_add(&s, sd.runs, (size_t)sd.nruns * sizeof *sd.runs);
-    for (int i = 0; i < 23; i++) {
+    for (int k = 0; k < 3; k++) off[23 + k] = stage_add(&s, tabs[k].data, (size_t)tabs[k].bytes);
+    for (int i = 0; i < 26; i++) {
       if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
     }
   }
@@ -377,6 +397,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     p->pat.runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[6]);
     p->pat.seq_q = a->seq_q;
     p->pat.seq_k = a->seq_k;
+    p->pat.tables =
+        tabs[0].count ? (const unsigned char *)(uintptr_t)(m + (CUdeviceptr)off[23]) : NULL;
     splat__tma_q_view(t, a->seq_q, &p->pat);
     p->ntiles = t->ntiles;
     p->regular_rows = t->regular_rows;
@@ -405,6 +427,9 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_pat[k].runs = (const splat_dev_run *)(uintptr_t)(m + (CUdeviceptr)off[13 + 3 * k]);
       p->pass_pat[k].row_seg = (const int64_t *)(uintptr_t)(m + (CUdeviceptr)off[17 + 2 * k]);
       p->pass_pat[k].segs = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[18 + 2 * k]);
+      p->pass_pat[k].tables = tabs[1 + k].count
+                                  ? (const unsigned char *)(uintptr_t)(m + (CUdeviceptr)off[24 + k])
+                                  : NULL;
       splat__tma_q_view(&pass[k], a->seq_q, &p->pass_pat[k]);
       p->pass_ntiles[k] = pass[k].ntiles;
     }
@@ -428,6 +453,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   }
   splat__tile_split_free(&split);
   splat__tile_split_free(&sd);
+  for (int k = 0; k < 3; k++) splat__ws_tables_free(&tabs[k]);
   free(s.buf);
   free(tiles);
   free(runs);

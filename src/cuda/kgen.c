@@ -136,10 +136,9 @@ void splat__kspec_names(const splat__kspec *s, char *rows, char *tile, size_t ca
     snprintf(rows, cap, "splat_%s_rows_%s_v_%s_d%d", on, dname(s->dt), dname(s->vdt), s->head_dim);
   }
   if (s->tile && s->wgmma && s->op == SPLAT__KOP_ATTENTION) {
-    snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s%s",
+    snprintf(tile, cap, "splat_attn_%s_%s_d%d_q%d_k%d_kt%d_s%d_seg%d%s",
              s->wgmma == SPLAT__WGMMA_WS ? "ws" : "wgmma", dname(s->dt), s->head_dim, 16 * s->warps,
-             s->tile_k, s->kt, s->stages, s->max_segs, s->seg_ahead ? "_sa" : "",
-             epi_suffix(s->epi));
+             s->tile_k, s->kt, s->stages, s->max_segs, epi_suffix(s->epi));
   } else if (s->tile) {
     char w[16] = "";
     if (s->op == SPLAT__KOP_SDDMM)
@@ -413,22 +412,16 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
 }
 
 /* splat__kspec_plan for a report, with K segments a row, key tiles of tile_k and query
- * tiles of at most tile_rows rows, under the environment's attention kernel; seg_ahead for
- * the attention tile kernel where `ahead` (rows in their own order, some runs predicated)
- * and the kernel takes it (two consumer warpgroups, at most 128 columns and two segments a
- * row: the
- * producer's registers). */
+ * tiles of at most tile_rows rows, under the environment's attention kernel. */
 static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
                              int head_dim, int smem_optin, const char *arch, int segs, int tile_k,
-                             int tile_rows, int ahead) {
+                             int tile_rows) {
   int kind, warpgroups, kt;
   splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return st;
   splat__kspec_plan(specs, dt, head_dim, segs, rep->tile_q, tile_k, tile_rows, smem_optin, arch,
                     kind, warpgroups, kt);
   splat__kspec *a = &specs[SPLAT__KOP_ATTENTION];
-  a->seg_ahead = ahead && a->tile && a->wgmma == SPLAT__WGMMA_WS && a->warps == 8 &&
-                 a->max_segs <= 2 && splat__kspec_ws_cols(head_dim) <= 128;
   int trace;
   st = splat__env_flag("SPLAT_ATTN_TRACE",
                        "the warp-specialised attention kernel writes each work item's "
@@ -444,8 +437,7 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
    * may run two passes, specialised apart (splat__kspec_for_pass). */
   const int segs = splat__kspec_table_segs(rep);
   splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, rep->tile_k,
-                             segs > 1 ? rep->tile_q : rep->tile_rows_max,
-                             !rep->rows_permuted && rep->predicated_tiles > 0);
+                             segs > 1 ? rep->tile_q : rep->tile_rows_max);
   if (st != SPLAT_OK) return st;
   st = splat__kspec_env_sddmm(specs, smem_optin);
   splat__kspec_write_lanes(specs, rep->rows_permuted);
@@ -454,10 +446,9 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
 
 splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch, int segs,
-                                   int tile_k, int tile_rows, int ahead, int pass) {
+                                   int tile_k, int tile_rows, int pass) {
   splat__kspec specs[SPLAT__KOP_COUNT];
-  splat_status st =
-      plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows, ahead);
+  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows);
   if (st != SPLAT_OK) return st;
   *out = specs[SPLAT__KOP_ATTENTION];
   /* f32 above head_dim 128 (O in column panels) runs one pass only. */
@@ -476,11 +467,9 @@ void splat__kspec_ws_narrow(splat__kspec *s) {
   if (!s->narrow || !s->tile) return;
   const int one = s->epi == SPLAT_EPI_PLAIN || s->epi == SPLAT_EPI_PASS2 ||
                   (s->epi == SPLAT_EPI_PASS1 && s->dt == SPLAT_BF16);
-  /* Either way from either (epilogues set again); segments ahead are two warpgroups' and
-   * stay off once a spec has been narrow. */
+  /* Either way from either (epilogues set again). */
   s->warps = one ? 4 : 8;
   s->stages = one ? 2 : 3;
-  if (one) s->seg_ahead = 0;
 }
 
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
@@ -640,8 +629,6 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     snprintf(epi, sizeof epi, "%d", s->epi);
     defs[n].name = "SPLAT_ATTN_EPI";
     defs[n++].value = epi;
-    defs[n].name = "SPLAT_WS_SEG_AHEAD";
-    defs[n++].value = s->seg_ahead ? "1" : "0";
     defs[n].name = "SPLAT_WS_TRACE";
     defs[n++].value = s->trace ? "1" : "0";
   }

@@ -44,10 +44,6 @@ typedef struct splat__kspec {
   int program;     /* which of the op's kernels a source holds (SPLAT__KPROG_*) */
   int smem_optin;  /* the device's opt-in shared memory per CTA (0: sm_90's 227 KB): pass 2
                     * of two stages its rows where they fit (splat__kspec_tile_smem) */
-  int seg_ahead;   /* warp-specialised attention with two consumer warpgroups, at most 128
-                    * columns and two segments a row, for a plan whose rows are in their own order and
-                    * some of whose runs are predicated: the producer loads each item's row
-                    * segments as it starts (kernels/attention_ws.cuh SPLAT_WS_SEG_AHEAD) */
   int trace;       /* warp-specialised attention: each item's timestamps written over the
                     * log-sum-exp instead of it (SPLAT_ATTN_TRACE=1, kernels/attention_ws.cuh
                     * SPLAT_WS_TRACE; bench/item_trace.py reads them) */
@@ -213,11 +209,11 @@ void splat__kspec_ws_narrow(splat__kspec *s);
  * splat__kspec_for_plan would make it for a plan whose rows have at most segs segments, whose
  * key tiles have tile_k keys (the pass's plan's) and whose query tiles have at most tile_rows
  * rows (attn_passes.h splat__attn_pass_shape; one consumer warpgroup at head_dim 64 for tiles
- * of up to 64 rows), seg_ahead where `ahead` allows it, with epilogue PASS1 or
- * PASS2 (program TILE or PASS2). Fails as splat__kspec_env_attn. */
+ * of up to 64 rows), with epilogue PASS1 or PASS2 (program TILE or PASS2). Fails as
+ * splat__kspec_env_attn. */
 splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch, int segs,
-                                   int tile_k, int tile_rows, int ahead, int pass);
+                                   int tile_k, int tile_rows, int pass);
 
 /* The programs of an op's spec s to out[0..), which holds SPLAT__KPROG_PER_OP: ROWS, then
  * TILE when s->tile, then PASS2 when its epilogue is PASS1 (pass2's kernel, from
