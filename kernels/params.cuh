@@ -21,6 +21,13 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
+/* Functions shared by the host (C11) and the device (NVRTC): tma_view.cuh, seg_interval.cuh. */
+#ifdef __CUDACC_RTC__
+#define SPLAT_HOST_DEV __device__ __forceinline__
+#else
+#define SPLAT_HOST_DEV static inline
+#endif
+
 /* A CUtensorMap (cuda.h) without host headers: 128 opaque bytes, 64-byte aligned. The
  * host encodes it (cuTensorMapEncodeTiled, src/cuda/tma_views.c); a kernel reads it in
  * place from its __grid_constant__ parameter (kernels/wgmma.cuh, the TMA wrappers). */

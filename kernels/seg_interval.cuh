@@ -6,14 +6,6 @@
 
 #include "params.cuh"
 
-#ifndef SPLAT_HOST_DEV
-#ifdef __CUDACC_RTC__
-#define SPLAT_HOST_DEV __device__ __forceinline__
-#else
-#define SPLAT_HOST_DEV static inline
-#endif
-#endif
-
 /* Segment {start st, stride sd, count cnt, width wd} (key start + stride t + i, t < count,
  * i < width; stride <= 1: contiguous) in group (phase, stride, width), whose gathered index
  * g is key phase + (g / width) stride + g % width: returns 1 with the segment's gathered

@@ -10,14 +10,6 @@
 
 #include "params.cuh"
 
-#ifndef SPLAT_HOST_DEV
-#ifdef __CUDACC_RTC__
-#define SPLAT_HOST_DEV __device__ __forceinline__
-#else
-#define SPLAT_HOST_DEV static inline
-#endif
-#endif
-
 /* Key of row kk of the box of sub-tile g0, and whether the box reads it (1) or zero-fills
  * it (0: third coordinate >= seq_k / d). */
 SPLAT_HOST_DEV int64_t splat_tma_box_key(int32_t phase, int32_t stride, int32_t width, int32_t g0,

@@ -821,6 +821,45 @@ static void test_tma_views(void) {
   CHECK(prm.qtma == 0);
 }
 
+/* A tile plan's tiles and runs in the device layout (plan order; no TMA views, no
+ * tables): calloc'd, the caller frees them. */
+static splat_dev_tile *dev_tiles_of(const splat__tile_plan *t) {
+  splat_dev_tile *tiles = calloc((size_t)(t->ntiles ? t->ntiles : 1), sizeof *tiles);
+  for (int64_t i = 0; tiles && i < t->ntiles; i++) {
+    const splat__query_tile *q = &t->tiles[i];
+    splat_dev_tile d = {(int32_t)q->row_begin, q->nrows, (int32_t)q->run_begin, q->nruns};
+    tiles[i] = d;
+  }
+  return tiles;
+}
+static splat_dev_run *dev_runs_of(const splat__tile_plan *t) {
+  splat_dev_run *runs = calloc((size_t)(t->nruns ? t->nruns : 1), sizeof *runs);
+  for (int64_t i = 0; runs && i < t->nruns; i++) {
+    const splat__key_run *r = &t->runs[i];
+    splat_dev_run d = {
+        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, -1};
+    runs[i] = d;
+  }
+  return runs;
+}
+
+/* Awkward sizes (seq_q, seq_k) for the reference patterns' plans. */
+static const int64_t ref_sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {4097, 4097}};
+#define REF_SIZES (sizeof ref_sizes / sizeof ref_sizes[0])
+
+/* Reference pattern pi at ref_sizes[si], parsed, analysed and planned in 128 x 128 tiles
+ * into *pat, *a, *t; 0 (nothing to free) where the spec does not parse at that size. */
+static int ref_plan(int pi, size_t si, splat_pattern **pat, splat__acsr *a, splat__tile_plan *t) {
+  *pat = NULL;
+  memset(t, 0, sizeof *t);
+  if (splat_pattern_parse(splat_ref_patterns[pi].spec, ref_sizes[si][0], ref_sizes[si][1], pat) !=
+      SPLAT_OK)
+    return 0;
+  CHECK(splat__acsr_build(*pat, 0, a) == SPLAT_OK);
+  CHECK(splat__tile_plan_build(a, 128, 128, t) == SPLAT_OK);
+  return 1;
+}
+
 /* Checks sub-tile ls of a run of group (p, d, w) from gathered index base against the
  * gather's definition of its keys: when splat_tma_run_serves says the view's box serves
  * it, the box at third coordinate j0 + jstep ls holds in every row the gathered key
@@ -871,49 +910,29 @@ static void test_tma_view_keys(void) {
   CHECKF(served > tried / 4 && served < tried, "%lld of %lld random sub-tiles served",
          (long long)served, (long long)tried);
 
-  static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {4097, 4097}};
   int64_t plan_subtiles = 0, plan_served = 0;
   bad = 0;
   for (int pi = 0; pi < splat_ref_pattern_count; pi++) {
-    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-      splat_pattern *pat = NULL;
-      if (splat_pattern_parse(splat_ref_patterns[pi].spec, sizes[si][0], sizes[si][1], &pat) !=
-          SPLAT_OK)
-        continue;
+    for (size_t si = 0; si < REF_SIZES; si++) {
+      splat_pattern *pat;
       splat__acsr a;
       splat__tile_plan t;
-      memset(&t, 0, sizeof t);
-      if (splat__acsr_build(pat, 0, &a) == SPLAT_OK) {
-        if (splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK) {
-          splat_dev_run *runs = calloc((size_t)(t.nruns ? t.nruns : 1), sizeof *runs);
-          for (int64_t i = 0; runs && i < t.nruns; i++) {
-            const splat__key_run *r = &t.runs[i];
-            splat_dev_run dr = {r->group.phase,
-                                r->group.stride,
-                                r->group.width,
-                                r->base,
-                                r->ntiles,
-                                r->predicate,
-                                -1,
-                                0};
-            runs[i] = dr;
-          }
-          splat__tma_views v;
-          if (runs) splat__tma_views_assign(runs, t.nruns, sizes[si][1], &v);
-          for (int64_t i = 0; runs && i < t.nruns; i++) {
-            const splat_dev_run *r = &runs[i];
-            if (r->view < 0) continue;
-            for (int32_t sub = 0; sub < r->ntiles * 2; sub++) {
-              plan_subtiles++;
-              plan_served += check_tma_subtile(r->phase, r->stride, r->width, r->base, sub,
-                                               sizes[si][1], &bad);
-            }
-          }
-          free(runs);
-          splat__tile_plan_free(&t);
+      if (!ref_plan(pi, si, &pat, &a, &t)) continue;
+      splat_dev_run *runs = dev_runs_of(&t);
+      splat__tma_views v;
+      if (runs) splat__tma_views_assign(runs, t.nruns, ref_sizes[si][1], &v);
+      for (int64_t i = 0; runs && i < t.nruns; i++) {
+        const splat_dev_run *r = &runs[i];
+        if (r->view < 0) continue;
+        for (int32_t sub = 0; sub < r->ntiles * 2; sub++) {
+          plan_subtiles++;
+          plan_served += check_tma_subtile(r->phase, r->stride, r->width, r->base, sub,
+                                           ref_sizes[si][1], &bad);
         }
-        splat__acsr_free(&a);
       }
+      free(runs);
+      splat__tile_plan_free(&t);
+      splat__acsr_free(&a);
       splat_pattern_destroy(pat);
     }
   }
@@ -1019,23 +1038,13 @@ static int64_t check_ws_tables(const splat__acsr *a, const splat__tile_plan *t, 
   int segs = 1;
   for (int64_t i = 0; i < a->seq_q; i++)
     if (a->row_seg[i + 1] - a->row_seg[i] > segs) segs = (int)(a->row_seg[i + 1] - a->row_seg[i]);
-  splat_dev_tile *tiles = calloc((size_t)(t->ntiles ? t->ntiles : 1), sizeof *tiles);
-  splat_dev_run *runs = calloc((size_t)(t->nruns ? t->nruns : 1), sizeof *runs);
+  splat_dev_tile *tiles = dev_tiles_of(t);
+  splat_dev_run *runs = dev_runs_of(t);
   int32_t *cols = malloc((size_t)a->width * sizeof *cols);
   int *seen = calloc((size_t)a->seq_k, sizeof *seen);
   int64_t bad = 0;
   CHECK(tiles && runs && cols && seen);
-  for (int64_t i = 0; i < t->ntiles; i++) {
-    const splat__query_tile *q = &t->tiles[i];
-    splat_dev_tile d = {(int32_t)q->row_begin, q->nrows, (int32_t)q->run_begin, q->nruns};
-    tiles[i] = d;
-  }
-  for (int64_t i = 0; i < t->nruns; i++) {
-    const splat__key_run *r = &t->runs[i];
-    splat_dev_run d = {
-        r->group.phase, r->group.stride, r->group.width, r->base, r->ntiles, r->predicate, -1, 7};
-    runs[i] = d;
-  }
+  for (int64_t i = 0; i < t->nruns; i++) runs[i].table = 7; /* set by the build */
   splat__ws_tables wt;
   CHECK(splat__ws_tables_build(a, t->perm, tiles, t->ntiles, runs, tq, segs, kt, &wt) == SPLAT_OK);
   *tables += wt.count;
@@ -1093,21 +1102,15 @@ static int64_t check_ws_tables(const splat__acsr *a, const splat__tile_plan *t, 
  * 128-row blocks) and both sub-tile widths; runs of one tile and group share a table; a
  * row with more intervals than the kernel takes fails with a sentence. */
 static void test_ws_tables(void) {
-  static const int64_t sizes[][2] = {{97, 97}, {1000, 1000}, {333, 1000}, {4097, 4097}};
   int64_t bad = 0, tables = 0, plans = 0;
   for (int pi = 0; pi < splat_ref_pattern_count; pi++) {
-    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-      splat_pattern *pat = NULL;
-      if (splat_pattern_parse(splat_ref_patterns[pi].spec, sizes[si][0], sizes[si][1], &pat) !=
-          SPLAT_OK)
-        continue;
+    for (size_t si = 0; si < REF_SIZES; si++) {
+      splat_pattern *pat;
       splat__acsr a, part[2];
       splat__tile_plan t, pass[2];
       splat__attn_pass_shape shape[2];
       int np = 0;
-      memset(&t, 0, sizeof t);
-      CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
-      CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+      if (!ref_plan(pi, si, &pat, &a, &t)) continue;
       CHECK(splat__attn_passes_plan(&a, &t, 2, 16, 64, SPLAT_BF16, pass, part, shape, &np) ==
             SPLAT_OK);
       for (int tq = 64; tq <= 128; tq += 64) {
@@ -1134,24 +1137,8 @@ static void test_ws_tables(void) {
   CHECK(splat_pattern_parse("longformer(16,4)", 1000, 1000, &pat) == SPLAT_OK);
   CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
   CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
-  splat_dev_tile *tiles = calloc((size_t)t.ntiles, sizeof *tiles);
-  splat_dev_run *runs = calloc((size_t)t.nruns, sizeof *runs);
-  for (int64_t i = 0; i < t.ntiles; i++) {
-    splat_dev_tile d = {(int32_t)t.tiles[i].row_begin, t.tiles[i].nrows,
-                        (int32_t)t.tiles[i].run_begin, t.tiles[i].nruns};
-    tiles[i] = d;
-  }
-  for (int64_t i = 0; i < t.nruns; i++) {
-    splat_dev_run d = {t.runs[i].group.phase,
-                       t.runs[i].group.stride,
-                       t.runs[i].group.width,
-                       t.runs[i].base,
-                       t.runs[i].ntiles,
-                       t.runs[i].predicate,
-                       -1,
-                       0};
-    runs[i] = d;
-  }
+  splat_dev_tile *tiles = dev_tiles_of(&t);
+  splat_dev_run *runs = dev_runs_of(&t);
   splat__ws_tables wt;
   CHECK(splat__ws_tables_build(&a, t.perm, tiles, t.ntiles, runs, 128, 3, 128, &wt) == SPLAT_OK);
   /* Within a tile, predicated runs share a table exactly when they share a group. */

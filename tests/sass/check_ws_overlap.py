@@ -30,14 +30,14 @@ import tempfile
 WINDOW, TWO_PASS = "window(256)", "strided(64) | window(64)"
 # (what, environment, spec, head_dim, keys per sub-tile, the kernel's name ends in)
 CONFIGS = [
-    # Two consumer warpgroups on a window: the kernel that loads its rows' segments ahead (_sa).
-    ("d64, 128-key sub-tiles (the default)", {}, WINDOW, 64, 128, "_seg1_sa"),
-    ("d64, 64-key sub-tiles", {"SPLAT_ATTN_KT": "64"}, WINDOW, 64, 64, "_seg1_sa"),
-    ("d128", {}, WINDOW, 128, 64, "_seg1_sa"),
+    # Two consumer warpgroups on a window.
+    ("d64, 128-key sub-tiles (the default)", {}, WINDOW, 64, 128, "_seg1"),
+    ("d64, 64-key sub-tiles", {"SPLAT_ATTN_KT": "64"}, WINDOW, 64, 64, "_seg1"),
+    ("d128", {}, WINDOW, 128, 64, "_seg1"),
     ("d64, one consumer warpgroup", {"SPLAT_ATTN_WARPGROUPS": "1"}, WINDOW, 64, 64, "_seg1"),
-    # Head_dim 96 as 128 columns (two consumer warpgroups), 192 (two, no segments ahead),
+    # Head_dim 96 as 128 columns (two consumer warpgroups), 192 (two),
     # 256 (one, no register split).
-    ("d96", {}, WINDOW, 96, 64, "_seg1_sa"),
+    ("d96", {}, WINDOW, 96, 64, "_seg1"),
     ("d192", {}, WINDOW, 192, 64, "_seg1"),
     ("d256", {}, WINDOW, 256, 64, "_seg1"),
     # The other epilogues (kernels/params.cuh SPLAT_EPI_*): split tiles' chunks, asked for
