@@ -140,7 +140,13 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
  * item's end (bench/NOTES.md v9.5). Staged by a bulk copy a row, the two-warpgroup kernels
  * were 0.5-1.5% slower than unstaged (v9.7); by cp.async, 2-5% faster (v20). */
 #define SPLAT_WS_TAB SPLAT_WS_TABLE_BYTES(SPLAT_TQ, SPLAT_MAX_SEGS) /* a table record */
-static_assert(sizeof(splat_ival) == 16, "the interval tables' layout (params.cuh)");
+static_assert(sizeof(splat_ival) == 16 && SPLAT_WS_TAB % 16 == 0 &&
+                  (2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) +
+                   8 * (2 * SPLAT_STAGES + 4)) %
+                          16 ==
+                      0,
+              "the interval tables' layout (params.cuh): whole 16-byte records at a 16-byte "
+              "aligned offset from the 1024-aligned base, as a bulk copy needs");
 #define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) + SPLAT_STAGES * SPLAT_WS_TAB + 2 * SPLAT_TQ * 4 + 2 * 48)
@@ -743,7 +749,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
     /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). At 192 columns
-     * with two warpgroups (200 registers a consumer), Q's descriptor comes through an opaque
+     * with two warpgroups (200 registers a consumer then), Q's descriptor comes through an opaque
      * copy at each call: otherwise the compiler keeps every k16 step's descriptor in
      * registers over the walk (24 of them; f16's pass 1 then spilled). */
     auto issue_s_on = [&](float(&s)[SPLAT_NS], uint64_t kdesc) {

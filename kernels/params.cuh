@@ -22,8 +22,10 @@ typedef unsigned long long uint64_t;
 #endif
 
 /* Functions shared by the host (C11) and the device (NVRTC): tma_view.cuh, seg_interval.cuh. */
-#ifdef __CUDACC_RTC__
+#if defined(__CUDACC_RTC__)
 #define SPLAT_HOST_DEV __device__ __forceinline__
+#elif defined(__CUDACC__)
+#define SPLAT_HOST_DEV static __host__ __device__ __forceinline__
 #else
 #define SPLAT_HOST_DEV static inline
 #endif

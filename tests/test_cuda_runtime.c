@@ -1089,6 +1089,41 @@ static int64_t check_ws_tables(const splat__acsr *a, const splat__tile_plan *t, 
       for (int64_t j = 0; j < a->seq_k; j++) bad += seen[j] != 0;
     }
   }
+  /* Groups of 32 rows with at most one interval each: the span is exactly their hull and
+   * the keys all of them cover (none where a row has no interval). */
+  for (int64_t ti = 0; ti < t->ntiles; ti++) {
+    const splat_dev_tile *tl = &tiles[ti];
+    for (int32_t li = 0; li < tl->nruns; li++) {
+      const splat_dev_run *run = &runs[tl->run_begin + li];
+      if (!run->predicate) continue;
+      for (int32_t r0 = 0; r0 < tl->nrows; r0 += 32) {
+        const unsigned char *rc = wt.data + (int64_t)(run->table + r0 / tq) * rec;
+        const int32_t *niv = (const int32_t *)(rc + SPLAT_WS_TABLE_NIV_OFF(tq, segs));
+        const int32_t *sp =
+            (const int32_t *)(rc + SPLAT_WS_TABLE_SPAN_OFF(tq, segs)) + 4 * ((r0 % tq) / 32);
+        int32_t want[4] = {INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX};
+        int one = 1;
+        for (int32_t r = r0; r < r0 + 32 && r < tl->nrows; r++) {
+          const int32_t(*iv)[4] = (const int32_t(*)[4])rc + (int64_t)(r % tq) * segs;
+          const int n = niv[r % tq];
+          one &= n <= 1;
+          if (n == 0) {
+            want[2] = INT32_MAX;
+            want[3] = INT32_MIN;
+            continue;
+          }
+          if (iv[0][0] < want[0]) want[0] = iv[0][0];
+          if (iv[0][1] > want[1]) want[1] = iv[0][1];
+          if (want[2] != INT32_MAX && iv[0][0] > want[2]) want[2] = iv[0][0];
+          if (want[3] != INT32_MIN && iv[0][1] < want[3]) want[3] = iv[0][1];
+        }
+        if (!one) continue;
+        const int empty = want[2] > want[3], got_empty = sp[2] > sp[3];
+        bad += sp[0] != want[0] || sp[1] != want[1] || empty != got_empty ||
+               (!empty && (sp[2] != want[2] || sp[3] != want[3]));
+      }
+    }
+  }
   splat__ws_tables_free(&wt);
   free(seen);
   free(cols);

@@ -221,8 +221,7 @@ int main(void) {
   /* The warp-specialised kernel's other head_dims (the GPU check's --dims): 48 as 64 columns,
    * 96 and 120 as 128 (two consumer warpgroups), 136 and 192 as 192 (one at the most segments
    * a row, two at 6), 256 as 256 (one), 16-bit: every epilogue at the most segments a row, and
-   * a two-pass plan's kernels at one and two segments (with two warpgroups and at most 128
-   * columns also with the rows' segments loaded ahead). */
+   * a two-pass plan's kernels at one and two segments. */
   const int ws_dims[6] = {48, 96, 120, 256, 192, 136};
   for (int t = 1; t < 3; t++) {
     for (int d = 0; d < 6; d++) {

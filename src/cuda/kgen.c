@@ -235,7 +235,7 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
     /* Head_dim 136 .. 256 (the warp-specialised kernel, by the test above), 64-key
      * sub-tiles in 2 stages, one CTA an SM. As 192 columns (136 .. 192), two consumer
      * warpgroups by default (O is 96 registers a thread; stages of 48 KB; bench/NOTES.md
-     * v36) where rows have at most 6 segments (with 7, the consumers' 200 registers spill
+     * v36) where rows have at most 6 segments (with 7, the consumers spilled at 200 registers
      * and the interval tables exceed the shared memory); as 256 (200 .. 256), one (O is
      * 128 registers a thread; stages of 64 KB). */
     s->wgmma = SPLAT__WGMMA_WS;
