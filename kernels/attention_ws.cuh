@@ -53,7 +53,7 @@
  * results into shared memory at each item's start (cp.async copies completing on an mbarrier), so
  * the merge at the item's end reads them there, not from L2. The host launches pass 2 as a
  * programmatic dependent of pass 1 (cuda_backend.c launch_tile): pass 1 on this kernel lets it
- * start at once, on the SMs its CTAs leave (a pass 1 on the mma.sync kernel, head_dim 32's, does
+ * start at once, on the SMs its CTAs leave (a pass 1 on the mma.sync kernel would
  * not signal: pass 2 then starts as that grid ends), where its producer loads the first items' Q
  * and K/V while pass 1 ends; its consumers wait for pass 1's results before anything else
  * (wgmma.cuh splat_grid_wait_prior). */

@@ -438,9 +438,8 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 40, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0,
                     0); /* head_dim 40 */
   CHECK(a->tile && !a->wgmma);
-  /* 16-bit head_dim 32: the warp-specialised kernel as 64 columns where rows have one
-   * segment (its name says d32), the mma.sync kernel with more (longformer, BigBird), on
-   * sm_80, and in f32. */
+  /* 16-bit head_dim 32: the warp-specialised kernel as 64 columns (its name says d32), with
+   * one segment a row or more; the mma.sync kernel on sm_80 and in f32. */
   splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->tile && a->wgmma == WS && a->warps == 8 && a->kt == 128);
   splat__kspec_names(a, rows, tile, sizeof rows);
@@ -448,7 +447,7 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_F16, 32, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->tile && a->wgmma == WS);
   splat__kspec_plan(sp, SPLAT_BF16, 32, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->tile && !a->wgmma);
+  CHECK(a->tile && a->wgmma == WS && a->max_segs == 2);
   splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_90a", SYNC, 0, 0);
   CHECK(a->tile && !a->wgmma); /* SPLAT_ATTN_WS=0: the wgmma kernel is 64 / 128 only */
   splat__kspec_plan(sp, SPLAT_BF16, 32, 1, 128, 128, 128, 0, "sm_80", WS, 0, 0);
@@ -1428,15 +1427,14 @@ static void test_attn_epilogues(void) {
       CHECKF(ps[0].warps == 8 && ps[1].warps == 4 && ps[1].stages == 2 &&
                  splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
              "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
-      /* At head_dim 32 pass 1 (two segments a row) runs the mma.sync kernel and pass 2
-       * (one) the warp-specialised kernel, which merges pass 1's rows. */
+      /* At head_dim 32 both passes run the warp-specialised kernel (as 64 columns). */
       CHECK(pass_specs_for("strided(64) | window(64)", 4096, 32, "sm_90a", 0, ps, sh));
       CHECK(splat__kspec_programs(&ps[0], &ps[1], prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
-      CHECKF(!ps[0].wgmma && ps[0].max_segs == 2 && ps[1].wgmma == SPLAT__WGMMA_WS &&
-                 ps[1].warps == 4 &&
-                 !strcmp(n1, "splat_attn_tile_bf16_v_bf16_d32_q64_k128_kt64_s3_seg2_pass1.cu") &&
+      CHECKF(ps[0].wgmma == SPLAT__WGMMA_WS && ps[0].max_segs == 2 &&
+                 ps[1].wgmma == SPLAT__WGMMA_WS && ps[1].warps == 4 &&
+                 !strcmp(n1, "splat_attn_ws_bf16_d32_q128_k128_kt128_s4_seg2_pass1.cu") &&
                  !strcmp(n2, "splat_attn_ws_bf16_d32_q64_k64_kt64_s4_seg1_pass2.cu"),
              "d32 passes: %s %s", n1, n2);
       CHECK(pass_specs_for("strided(64) | window(64)", 16384, 64, "sm_90a", 0, ps, sh) &&

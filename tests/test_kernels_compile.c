@@ -218,13 +218,13 @@ int main(void) {
     }
   }
 
-  /* The warp-specialised kernel's other head_dims (the GPU check's --dims): 48 as 64 columns,
-   * 96 and 120 as 128 (two consumer warpgroups), 136 and 192 as 192 (one at the most segments
-   * a row, two at 6), 256 as 256 (one), 16-bit: every epilogue at the most segments a row, and
-   * a two-pass plan's kernels at one and two segments. */
-  const int ws_dims[6] = {48, 96, 120, 256, 192, 136};
+  /* The warp-specialised kernel's other head_dims (the GPU check's --dims): 32 and 48 as 64
+   * columns, 96 and 120 as 128 (two consumer warpgroups), 136 and 192 as 192 (one at the most
+   * segments a row, two at 6), 256 as 256 (one), 16-bit: every epilogue at the most segments a row,
+   * and a two-pass plan's kernels at one and two segments. */
+  const int ws_dims[7] = {32, 48, 96, 120, 256, 192, 136};
   for (int t = 1; t < 3; t++) {
-    for (int d = 0; d < 6; d++) {
+    for (int d = 0; d < 7; d++) {
       splat__kspec s;
       splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], ws_dims[d],
                         SPLAT_MAX_SEGMENTS, 128, 128);
@@ -249,11 +249,10 @@ int main(void) {
     }
   }
 
-  /* 16-bit head_dim 32 on the warp-specialised kernel (rows of one segment: kgen.c): every
-   * epilogue, and a two-pass plan whose first pass (two segments a row) runs the mma.sync
-   * kernel and whose second merges its rows on the warp-specialised one; two consumer
-   * warpgroups on 128-key tiles, and one on
-   * 64-key tiles (the 64-row phase classes of strided(64) | window(64) at 4096). */
+  /* 16-bit head_dim 32 on the warp-specialised kernel (as 64 columns, kgen.c): one segment
+   * a row, and a two-pass plan's passes (two segments a row, then one); two consumer
+   * warpgroups on 128-key tiles, and one on 64-key tiles (the 64-row phase classes of
+   * strided(64) | window(64) at 4096). The most segments a row: ws_dims above. */
   for (int t = 1; t < 3; t++) {
     for (int wgs = 2; wgs >= 1; wgs--) {
       splat__kspec s;
@@ -263,7 +262,7 @@ int main(void) {
       add_arch(&s, "sm_90a");
       splat__kspec p1, p2 = s;
       splat__kspec_init(&p1, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 32, 2, 128, 128);
-      CHECK(!splat__kspec_use_wgmma(&p1, SPLAT__WGMMA_WS, 0, 0));
+      CHECK(splat__kspec_use_wgmma(&p1, SPLAT__WGMMA_WS, 0, 0));
       p1.epi = SPLAT_EPI_PASS1;
       p2.epi = SPLAT_EPI_PASS2;
       add_program_with(&p1, &p2, "sm_90a");

@@ -299,9 +299,10 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   if (st == SPLAT_OK) st = dev_plan(t, tiles, runs, 1);
   for (int k = 0; k < npass && st == SPLAT_OK; k++) st = dev_plan(&pass[k], ptiles[k], pruns[k], 0);
   /* TMA views of the key groups, for the warp-specialised attention kernel: over the
-   * runs the attention tiles use (the passes' when two, of the passes that kernel runs:
-   * head_dim 32's pass 1 may run the mma.sync kernel, which reads none; split runs keep
-   * them). The passes' runs are consecutive: pass 1's, then pass 2's. */
+   * runs the attention tiles use (the passes' when two, of the passes that kernel runs: a
+   * pass on the mma.sync kernel reads none, though today both passes of a 16-bit plan take
+   * the warp-specialised kernel or neither; split runs keep them). The passes' runs are
+   * consecutive: pass 1's, then pass 2's. */
   int tma = 0;
   if (st == SPLAT_OK) st = splat__tma_env(&tma);
   if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
@@ -644,8 +645,8 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
  * query tile (tile_q / (16 x warps) blocks). `dependent`: pass 2 of a two-pass attention
  * on the warp-specialised kernel, launched (where the driver has cuLaunchKernelEx) as a
  * programmatic dependent of pass 1, so it starts while pass 1 ends where pass 1 is on that
- * kernel too (attention_ws.cuh; the mma.sync kernel, head_dim 32's pass 1, does not signal
- * its dependents: pass 2 then starts as its grid ends). */
+ * kernel too (attention_ws.cuh; a pass 1 on the mma.sync kernel would not signal its
+ * dependents: pass 2 then starts as its grid ends). */
 static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec, CUfunction f,
                                 int smem, int64_t ntiles, splat_stream stream, void *params,
                                 int dependent) {

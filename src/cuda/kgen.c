@@ -221,13 +221,13 @@ static int dcode(splat_dtype d) {
 
 int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
   const int hd = s->head_dim;
-  /* The warp-specialised kernel's head_dims: 40 .. 256 (multiples of 8, run as 64, 128, 192
+  /* The warp-specialised kernel's head_dims: 32 .. 256 (multiples of 8, run as 64, 128, 192
    * or 256 columns: kernels/attention_ws.cuh SPLAT_DP); the wgmma kernel's 64 and 128.
-   * Head_dim 32 runs as 64 columns there only where rows have one segment (windows, blocks,
-   * dilated and strided windows: 1.10-1.24x the mma.sync kernel), and stays on the mma.sync
-   * kernel otherwise (longformer and BigBird ran 0.84-0.96x as 64 columns; bench/NOTES.md
-   * v26, v54). f32 stays on the mma.sync kernel (3xTF32). */
-  const int ws_dim = hd % 8 == 0 && (hd >= 40 || (hd == 32 && s->max_segs == 1)) && hd <= 256;
+   * Head_dim 32 as 64 columns against the mma.sync kernel on an H100: windows, blocks,
+   * dilated and strided windows 1.10-1.24x (v54); with the producer of v55, fixed(256,32)
+   * 1.56-1.77x, strided(64) | window(64) 1.04x, BigBird 0.98-1.03x, longformer(256,64)
+   * 0.93-0.98x (bench/NOTES.md v56). f32 stays on the mma.sync kernel (3xTF32). */
+  const int ws_dim = hd % 8 == 0 && hd >= 32 && hd <= 256;
   if (s->op != SPLAT__KOP_ATTENTION || !s->tile || s->dt == SPLAT_F32 || !ws_dim || s->kt != 64 ||
       kind == SPLAT__WGMMA_NONE || (kind != SPLAT__WGMMA_WS && hd != 64 && hd != 128))
     return 0;

@@ -30,8 +30,8 @@ void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
 
 /* The views of a two-pass plan: over the runs of the passes the warp-specialised kernel
  * runs (ws[k] nonzero), pass 1's nruns[0] runs followed by pass 2's nruns[1] in `runs`; the
- * runs of a pass on another kernel (head_dim 32's mma.sync pass 1) are left as they are and
- * take no view slot. */
+ * runs of a pass on another kernel (the mma.sync kernel) are left as they are and take no
+ * view slot. */
 void splat__tma_views_assign_passes(splat_dev_run *runs, const int64_t nruns[2], const int ws[2],
                                     int64_t seq_k, splat__tma_views *out);
 
