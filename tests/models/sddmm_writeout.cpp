@@ -21,6 +21,7 @@
 #define SPLAT_F16 1
 #define SPLAT_BF16 2
 #define SPLAT_DEV static inline
+#define SPLAT_HOST_DEV static inline
 #ifndef SPLAT_SDT
 #define SPLAT_SDT SPLAT_F16
 #endif

@@ -45,10 +45,12 @@ def section(lines, start, end, name, after=None):
 def extract(sources):
     """The modelled device code, in dependency order, the two inline-asm store helpers left
     to the harness's host versions."""
+    si = sources["seg_interval.cuh"].split("\n")
     cm = sources["common.cuh"].split("\n")
     pl = sources["pipeline.cuh"].split("\n")
     sd = sources["sddmm.cuh"].split("\n")
     parts = [
+        section(si, "SPLAT_HOST_DEV int splat_seg_ival(", "#endif", "seg_interval.cuh"),
         section(cm, "typedef struct splat_ival {", "/* Fills iv[0..) with row i's intervals",
                 "common.cuh"),
         section(cm, "SPLAT_DEV int splat_ival_clip(", "/* Value entry of gathered index g",
@@ -85,7 +87,7 @@ def build_and_run(tmp, name, code, flags, trials):
 def main():
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     sources = {}
-    for f in ("common.cuh", "pipeline.cuh", "sddmm.cuh"):
+    for f in ("seg_interval.cuh", "common.cuh", "pipeline.cuh", "sddmm.cuh"):
         with open(os.path.join(KERNELS, f)) as fh:
             sources[f] = fh.read()
     code = extract(sources)

@@ -3,8 +3,10 @@ random schedules: the producer warpgroup and 1-2 consumer warpgroups of one pers
 CTA walking several work items; Q, row ids and the item's task double-buffered (qfull /
 qempty; after the last item the producer publishes an end task), the K/V
 ring of STAGES stages (full / empty mbarriers with phase-parity waits), interval tables
-of predicated runs in buffers indexed by a global run counter (full runs have none, and
-their sub-tiles are computed by every warpgroup), consumers skipping sub-tiles none of
+of predicated runs in buffers indexed by a global run counter, each copied in by a bulk
+copy on its run's first sub-tile's full barrier (expected bytes raised before the
+producer's arrival, landing later; full runs have none, and their sub-tiles are computed
+by every warpgroup), consumers skipping sub-tiles none of
 their rows touches, and the P V of the last computed sub-tile pending until the next one
 is found, or finished at the first skip.
 
@@ -17,7 +19,8 @@ Checks, per random case: no deadlock; no stage, table or Q buffer overwritten wh
 consumer still reads it (nor a TMA's bytes landing in one); no Q read before its bytes
 landed; no mbarrier wait more than one phase behind. With --old (the first version: the
 pending P V held across skips) it must find the deadlock, which shows the model can; with
-the expected bytes raised after the arrival instead of before, a stale Q.
+the expected bytes raised after the arrival instead of before, a stale Q; the same for a
+table, a stale table.
 
 A second model covers pass 2's staged rows (SPLAT_WS_STAGED): per item, a consumer
 warpgroup's threads meet at its named barrier, each issues the cp.async copies of its
@@ -67,7 +70,7 @@ class Barrier:
         return (self.done & 1) != (use & 1) if use >= 0 else True
 
 
-def run_case(seed, old=False, late_tx=False):
+def run_case(seed, old=False, late_tx=False, late_table=False):
     rnd = random.Random(seed)
     stages, wgs = rnd.choice([2, 3, 4]), rnd.choice([1, 2])
     items = []  # per item: sub-tiles per run, whether each run is predicated, and per
@@ -86,6 +89,7 @@ def run_case(seed, old=False, late_tx=False):
     qfull, qempty = [Barrier(1), Barrier(1)], [Barrier(wgs), Barrier(wgs)]
     stage, table, qbuf = [None] * stages, [None] * stages, [None, None]
     qdata, q_flight = [None, None], []  # the Q rows in each buffer; TMA loads not landed
+    t_flight, t_in_use = [], [None] * wgs  # tables' copies not landed; the one each reads
     stage_readers, q_readers = [set() for _ in range(stages)], [set(), set()]
     by_tma = [rnd.random() < 0.5 for _ in items]
 
@@ -116,11 +120,16 @@ def run_case(seed, old=False, late_tx=False):
                     while not empty[st].ready(n // stages - 1):
                         yield
                     assert not stage_readers[st], "stage overwritten while read"
-                    if ls == 0 and pred[li]:
-                        table[R % stages] = (k, li)
+                    copy = ls == 0 and pred[li]
+                    if copy:  # the run's table, by a bulk copy on this stage's barrier
+                        if not late_table:
+                            full[st].expect_tx()
+                        t_flight.append((R % stages, (k, li), st))
                     stage[st] = (k, li, ls)
                     yield
                     full[st].arrive()
+                    if copy and late_table:
+                        full[st].expect_tx()
                     n += 1
                     if q_pending:
                         arrive_q(b, k)
@@ -166,12 +175,14 @@ def run_case(seed, old=False, late_tx=False):
                     while not full[st].ready(n // stages):
                         yield
                     assert stage[st] == (k, li, ls)
+                    t_in_use[w] = (R + li) % stages if pred[li] else None
                     if pred[li]:
-                        assert table[(R + li) % stages] == (k, li), "interval table overwritten"
+                        assert table[(R + li) % stages] == (k, li), "interval table stale or overwritten"
                     if touched[w][li][ls]:
                         return True
                     if state["pending"] and not old:
                         finish()
+                    t_in_use[w] = None  # done with the skipped sub-tile and its table
                     empty[st].arrive()
                     n += 1
                     state["pos"] += 1
@@ -190,6 +201,7 @@ def run_case(seed, old=False, late_tx=False):
                 state["pos"] += 1
                 yield
             R += len(runs)
+            t_in_use[w] = None
             yield  # the epilogue reads the row ids of buffer b
             assert qbuf[b] == k and qdata[b] == k
             q_readers[b].discard(w)
@@ -203,6 +215,11 @@ def run_case(seed, old=False, late_tx=False):
                 assert not q_readers[b], "a TMA's Q landed in a buffer being read"
                 qdata[b] = k
                 qfull[b].complete_tx()
+            if t_flight and rnd.random() < 0.3:
+                slot, run, st = t_flight.pop(rnd.randrange(len(t_flight)))
+                assert slot not in t_in_use, "a table's copy landed in a buffer being read"
+                table[slot] = run
+                full[st].complete_tx()
             yield
 
     alive, engine = [producer()] + [consumer(w) for w in range(wgs)], tma_engine()
@@ -316,10 +333,14 @@ def main():
     print(f"{cases - failed} passed, {failed} failed; the first version fails {old_caught} of {cases}")
     _, late_caught = tally(run_case, cases, "ring", late_tx=True)
     print(f"with Q's expected bytes raised after the arrival, {late_caught} of {cases} fail")
+    _, late_table_caught = tally(run_case, cases, "ring", late_table=True)
+    print(f"with a table's expected bytes raised after the arrival, {late_table_caught} of "
+          f"{cases} fail")
     staging_failed, unguarded_caught = tally(run_staging_case, cases, "staging", barrier=False)
     print(f"pass 2's staged rows: {cases - staging_failed} passed, {staging_failed} failed; "
           f"without the named barrier {unguarded_caught} of {cases} fail")
-    ok = (failed == 0 and old_caught > 0 and late_caught > 0 and staging_failed == 0
+    ok = (failed == 0 and old_caught > 0 and late_caught > 0 and late_table_caught > 0
+          and staging_failed == 0
           and unguarded_caught > 0)
     sys.exit(0 if ok else 1)
 
