@@ -13,8 +13,11 @@
 #include "../../kernels/seg_interval.cuh"
 #include "core/error.h"
 
-int splat__ws_row_intervals(const splat__acsr *a, int64_t row, int32_t phase, int32_t stride,
-                            int32_t width, int32_t (*iv)[4], int cap) {
+/* One row's intervals of group (phase, stride, width) in `iv` (the first cap of them), as
+ * the kernels read them (kernels/common.cuh splat_ival: lo, hi, idx0, ends_row); returns
+ * their count. */
+static int row_intervals(const splat__acsr *a, int64_t row, int32_t phase, int32_t stride,
+                         int32_t width, int32_t (*iv)[4], int cap) {
   const int64_t s0 = a->row_seg[row], s1 = a->row_seg[row + 1];
   int n = 0;
   int32_t idx = 0;
@@ -75,8 +78,8 @@ static int fill_record(unsigned char *rec, const splat__acsr *a, const int32_t *
   }
   for (int r = 0; r < tq; r++) {
     int32_t(*riv)[4] = iv + (int64_t)r * segs;
-    const int n = r < nrows ? splat__ws_row_intervals(a, perm[first + r], grp->phase, grp->stride,
-                                                      grp->width, riv, segs)
+    const int n = r < nrows ? row_intervals(a, perm[first + r], grp->phase, grp->stride, grp->width,
+                                            riv, segs)
                             : 0;
     if (n > segs) return 0;
     niv[r] = n;
@@ -92,8 +95,14 @@ static int fill_record(unsigned char *rec, const splat__acsr *a, const int32_t *
   return 1;
 }
 
-static int same_group(const splat_dev_run *x, const splat_dev_run *y) {
-  return x->phase == y->phase && x->stride == y->stride && x->width == y->width;
+/* The first predicated run of a tile's runs tr[0..i] in tr[i]'s group: i itself when no
+ * earlier one is (that run's table is the group's). */
+static int32_t first_of_group(const splat_dev_run *tr, int32_t i) {
+  int32_t j = 0;
+  while (j < i && !(tr[j].predicate && tr[j].phase == tr[i].phase && tr[j].stride == tr[i].stride &&
+                    tr[j].width == tr[i].width))
+    j++;
+  return j;
 }
 
 splat_status splat__ws_tables_build(const splat__acsr *a, const int32_t *perm,
@@ -119,8 +128,7 @@ splat_status splat__ws_tables_build(const splat__acsr *a, const int32_t *perm,
     for (int32_t i = 0; i < tiles[t].nruns; i++) {
       tr[i].table = -1;
       if (!tr[i].predicate) continue;
-      int32_t j = 0;
-      while (j < i && !(tr[j].predicate && same_group(&tr[j], &tr[i]))) j++;
+      const int32_t j = first_of_group(tr, i);
       if (j < i) {
         tr[i].table = tr[j].table;
       } else {
@@ -146,10 +154,8 @@ splat_status splat__ws_tables_build(const splat__acsr *a, const int32_t *perm,
   for (int64_t t = 0; t < ntiles; t++) {
     const splat_dev_run *tr = runs + tiles[t].run_begin;
     for (int32_t i = 0; i < tiles[t].nruns; i++) {
-      if (!tr[i].predicate) continue;
-      int32_t j = 0;
-      while (j < i && !(tr[j].predicate && same_group(&tr[j], &tr[i]))) j++;
-      if (j < i) continue; /* filled with its group's first run */
+      if (!tr[i].predicate || first_of_group(tr, i) < i)
+        continue; /* filled with its group's first */
       for (int b = 0; b < blocks; b++) {
         const int left = tiles[t].nrows - b * tq;
         if (!fill_record(out->data + (int64_t)(tr[i].table + b) * rec, a, perm,

@@ -18,12 +18,6 @@ typedef struct splat__ws_tables {
   int64_t count, bytes;
 } splat__ws_tables;
 
-/* One row's intervals of group (phase, stride, width) in `iv` (the first cap of them), as
- * the kernels read them (kernels/common.cuh splat_ival: lo, hi, idx0, ends_row); returns
- * their count. */
-int splat__ws_row_intervals(const splat__acsr *a, int64_t row, int32_t phase, int32_t stride,
-                            int32_t width, int32_t (*iv)[4], int cap);
-
 /* Builds the tables of a pattern as the kernel reads it: tiles[ntiles] and runs (device
  * layout, after the plan's ordering), rows perm[position] with segments in `a`, query
  * tiles read in row blocks of tq rows (64 or 128: a record a row block, as many as the
