@@ -9,8 +9,9 @@
  * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
  * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
  * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
- * warpgroups of 64 query rows each; setmaxnreg moves registers from the producer to the
- * consumers.
+ * warpgroups of 64 query rows each (three on 192-row tiles at head_dim 32 .. 64, whose
+ * producer has no gather: SPLAT_WS_GATHER); setmaxnreg moves registers from the producer to
+ * the consumers.
  *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the
  *     consumers never decode items or read the plan's tiles) and Q (by TMA where the
  *     item's rows step evenly by the pattern's row stride, P.pat.qstride; else cp.async)
@@ -73,14 +74,14 @@
  * log-sum-exp output instead of it, taken as a contiguous uint32 array [CTA][role:
  * producer, consumer warpgroup 0, 1][the CTA's item: up to SPLAT_WS_TRACE_ITEMS][mark: 8]
  * and cut at its batch x heads x seq_q elements (so the first B H S / 1536 CTAs are traced;
- * pass 2 of two-pass plans: pass 1 marks nothing). */
+ * pass 2 of two-pass plans: pass 1 marks nothing; a third consumer warpgroup neither). */
 #if SPLAT_WS_TRACE
 #define SPLAT_WS_TRACE_ITEMS 64
 SPLAT_DEV void splat_ws_mark(const splat_attention_params &P, int role, uint32_t item, int event,
                              uint32_t value) {
   const int64_t at = (((int64_t)blockIdx.x * 3 + role) * SPLAT_WS_TRACE_ITEMS + item) * 8 + event;
-  if (SPLAT_ATTN_PASS != 1 && (role ? threadIdx.x % 128 : threadIdx.x) == 0 && P.lse.data &&
-      item < SPLAT_WS_TRACE_ITEMS && at < P.shape.batch * P.shape.heads * P.pat.seq_q)
+  if (SPLAT_ATTN_PASS != 1 && role < 3 && (role ? threadIdx.x % 128 : threadIdx.x) == 0 &&
+      P.lse.data && item < SPLAT_WS_TRACE_ITEMS && at < P.shape.batch * P.shape.heads * P.pat.seq_q)
     ((volatile uint32_t *)P.lse.data)[at] = value;
 }
 #define SPLAT_WS_MARK(role, item, event) splat_ws_mark(P, role, item, event, (uint32_t)clock64())
@@ -90,9 +91,20 @@ SPLAT_DEV void splat_ws_mark(const splat_attention_params &P, int role, uint32_t
 #define SPLAT_WS_MARK_VALUE(role, item, event, value) ((void)0)
 #endif
 
-#define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1, or 2 sharing each K/V stage */
-static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 2,
-              "the warp-specialised attention kernel takes 1 or 2 consumer warpgroups");
+#define SPLAT_WGS (SPLAT_WARPS / 4) /* consumer warpgroups: 1 .. 3, sharing each K/V stage */
+/* SPLAT_WS_GATHER 0: the producer has no cp.async gather of K and V, every sub-tile being a
+ * TMA box (the host compiles it so only for plans whose every sub-tile a view serves, and
+ * runs the row kernel where the inputs take no tensor map: cuda_backend.c). */
+#ifndef SPLAT_WS_GATHER
+#define SPLAT_WS_GATHER 1
+#endif
+static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 3,
+              "the warp-specialised attention kernel takes 1 .. 3 consumer warpgroups");
+/* Three consumer warpgroups (192-row tiles, FlashAttention-3's shape at head_dim 64): 128-key
+ * sub-tiles, whose consumers need 160 registers, beside a producer of 32, which fits only
+ * without the gather (bench/NOTES.md v58). */
+static_assert(SPLAT_WGS < 3 || (SPLAT_HEAD_DIM <= 64 && SPLAT_KT == 128 && !SPLAT_WS_GATHER),
+              "three consumer warpgroups: head_dim up to 64, 128-key sub-tiles, no gather");
 static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
               "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
@@ -113,9 +125,10 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 #define SPLAT_NO (SPLAT_DP / 2) /* O accumulator registers per thread */
 #define SPLAT_TILE_BYTES(rows) ((rows)*SPLAT_DP * 2)
 /* CTAs per SM and the register split: the launch bound gives R = 65536 / (THREADS x
- * CTAS) per thread (rounded down to 8: 168 with two consumer warpgroups, 128 with one);
- * setmaxnreg takes the producer down to 80 and the consumers up to what the CTA's pool
- * then allows: 208 each of two, 176 for one. The producer only issues copies (the interval
+ * CTAS) per thread (rounded down to 8: 128 with three consumer warpgroups, 168 with two, 128
+ * with one); setmaxnreg takes the producer down to 80 (32 with three, without the gather)
+ * and the consumers up to what the CTA's pool then allows: 160 each of three, 208 each of
+ * two, 176 for one. The producer only issues copies (the interval
  * tables come from the plan), and compiles without spills at 80 (4-16 bytes at 72); it needed ~120
  * when it built the tables (104 and 112 with one consumer warpgroup, beside 152 / 144;
  * bench/NOTES.md v44, v51, v55). One consumer warpgroup above 128 columns: one CTA an SM (its
@@ -123,8 +136,8 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
  * with no split (SPLAT_WS_REG_SPLIT 0). */
 #define SPLAT_MIN_CTAS (SPLAT_WGS > 1 || SPLAT_DP > 128 ? 1 : 2)
 #define SPLAT_WS_REG_SPLIT (SPLAT_WGS > 1 || SPLAT_DP <= 128)
-#define SPLAT_PRODUCER_REGS 80
-#define SPLAT_CONSUMER_REGS (SPLAT_WGS == 1 ? 176 : 208)
+#define SPLAT_PRODUCER_REGS (SPLAT_WGS == 3 ? 32 : 80)
+#define SPLAT_CONSUMER_REGS (SPLAT_WGS == 1 ? 176 : SPLAT_WGS == 2 ? 208 : 160)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -402,22 +415,29 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
     /* ---------------------------------------------------------------- producer */
     if constexpr (SPLAT_WS_REG_SPLIT) splat_setmaxnreg_dec<SPLAT_PRODUCER_REGS>();
     uint32_t n = 0, R = 0, k = 0;
-    /* This thread's row id of the next item (row block row threadIdx.x) is fetched one
-     * item ahead, once the current one's Q is in: the dependent global loads (the item's
-     * tile, then the permutation) run while the current item's sub-tiles are issued, not
-     * at the item's start (which decodes the item again from the cache). */
-    int nrow = 0;
+    /* This thread's row ids of the next item (row block rows threadIdx.x + 128 i) are
+     * fetched one item ahead, once the current one's Q is in: the dependent global loads (the
+     * item's tile, then the permutation) run while the current item's sub-tiles are issued, not at
+     * the item's start (which decodes the item again from the cache). */
+    constexpr int RPT = (SPLAT_TQ + 127) / 128; /* row ids a producer thread: rows x + 128 i */
+    int nrow[RPT] = {};
     splat_ws_item nx; /* the next item, decoded once (its divisions: 13% of the instructions
                        * of a kernel of one-sub-tile items when decoded twice, v20) */
     auto fetch = [&](int64_t at) {
       if (at >= P.work) return;
       nx = splat_ws_item_of(P, (uint32_t)at, (uint32_t)BH);
-      nrow = (int)threadIdx.x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + threadIdx.x] : 0;
+#pragma unroll
+      for (int i = 0; i < RPT; i++) {
+        const int x = (int)threadIdx.x + 128 * i;
+        nrow[i] = x < nx.nrows ? P.pat.perm[nx.tile.row_begin + nx.rb + x] : 0;
+      }
     };
     fetch(blockIdx.x);
     for (int64_t w = blockIdx.x; w < P.work; w += gridDim.x) {
       const splat_ws_item it = nx;
-      const int row = nrow;
+      int row[RPT];
+#pragma unroll
+      for (int i = 0; i < RPT; i++) row[i] = nrow[i];
       if (it.nrows <= 0) {
         fetch(w + gridDim.x);
         continue;
@@ -452,7 +472,9 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             splat_tma_load_5d(sQb + p * SPLAT_TQ * 128 + hb * 64 * 128, &P.qmap[qm], &qfull[qb],
                               64 * p, ph, at + 64 * hb, (int)h, (int)b);
       };
-      if (threadIdx.x < SPLAT_TQ) sRow[threadIdx.x] = row;
+#pragma unroll
+      for (int i = 0; i < RPT; i++)
+        if (threadIdx.x + 128 * i < SPLAT_TQ) sRow[threadIdx.x + 128 * i] = row[i];
       if (threadIdx.x == 0) {
         const int slot = P.pat.slots ? P.pat.slots[it.ti] : -1;
         sTask[qb].a = make_int4(tile.nruns, nrows, it.rb, slot);
@@ -466,11 +488,17 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       SPLAT_WS_MARK(0, k, 2); /* trace: its row ids are in */
       /* By TMA where the item's rows step by qstride inside the view (a vote), else
        * gathered. */
-      const int tx = (int)threadIdx.x;
-      if (((P.qtma >> qm) & 1) &&
-          splat_bar_and(1, 128,
-                        tx >= nrows || (sRow[tx] == sRow[0] + P.pat.qstride * tx &&
-                                        sRow[tx] < P.pat.qcover))) {
+      auto even = [&]() {
+        bool e = true;
+#pragma unroll
+        for (int i = 0; i < RPT; i++) {
+          const int tx = (int)threadIdx.x + 128 * i;
+          e = e && (tx >= nrows ||
+                    (sRow[tx] == sRow[0] + P.pat.qstride * tx && sRow[tx] < P.pat.qcover));
+        }
+        return e;
+      };
+      if (((P.qtma >> qm) & 1) && splat_bar_and(1, 128, even())) {
         if (threadIdx.x == 0) load_q(sRow[0]);
       } else {
         splat_gather_rows<SPLAT_CHUNKS, SPLAT_TQ, 128, uint16_t>(
@@ -516,10 +544,11 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
           unsigned char *sk = sKV + st * 2 * SPLAT_TILE_BYTES(SPLAT_KT);
           unsigned char *sv = sk + SPLAT_TILE_BYTES(SPLAT_KT);
           /* Boxes of 64 keys: the sub-tile is loaded by TMA when the view serves each. */
-          bool boxed = view;
+          bool boxed = view || !SPLAT_WS_GATHER;
 #pragma unroll
           for (int h = 0; h < SPLAT_KT / SPLAT_BOX; h++)
-            boxed = boxed && splat_tma_run_serves(tv, ls * (SPLAT_KT / SPLAT_BOX) + h);
+            boxed = boxed &&
+                    (!SPLAT_WS_GATHER || splat_tma_run_serves(tv, ls * (SPLAT_KT / SPLAT_BOX) + h));
           if (boxed) {
             if (threadIdx.x == 0) {
               splat_mbar_arrive_expect_tx(&full[st], 2 * SPLAT_TILE_BYTES(SPLAT_KT));
@@ -538,7 +567,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
             } else {
               splat_mbar_arrive(&full[st]);
             }
-          } else {
+          } else if constexpr (SPLAT_WS_GATHER) {
             splat_ws_gather((const uint16_t *)P.k.data, ko, P.k.s2, P.pat.seq_k, run, g0, sk,
                             false);
             splat_ws_gather((const uint16_t *)P.v.data, vo, P.v.s2, P.pat.seq_k, run, g0, sv, true);
@@ -749,11 +778,13 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
     /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). At 192 columns
-     * with two warpgroups (200 registers a consumer then), Q's descriptor comes through an opaque
-     * copy at each call: otherwise the compiler keeps every k16 step's descriptor in
-     * registers over the walk (24 of them; f16's pass 1 then spilled). */
+     * with two warpgroups (200 registers a consumer then), and with three warpgroups (160),
+     * Q's descriptor comes through an opaque copy at each call: otherwise the compiler keeps
+     * every k16 step's descriptor in registers over the walk (24 of them at 192 columns; f16's
+     * pass 1 then spilled; three warpgroups spilled 44 bytes). */
     auto issue_s_on = [&](float(&s)[SPLAT_NS], uint64_t kdesc) {
-      const uint64_t qd = SPLAT_DP == 192 && SPLAT_WGS > 1 ? splat_opaque(qdesc) : qdesc;
+      const uint64_t qd =
+          (SPLAT_DP == 192 && SPLAT_WGS > 1) || SPLAT_WGS == 3 ? splat_opaque(qdesc) : qdesc;
 #pragma unroll
       for (int kk = 0; kk < (SPLAT_HEAD_DIM + 15) / 16; kk++) { /* not the zero columns */
         splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(

@@ -298,6 +298,59 @@ static void test_kernel_choice(void) {
   CHECK(a->wgmma == WS && a->kt == 64);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->kt == 128 && splat__kspec_tile_smem(a) > 170 * 1024); /* 8 segments a row */
+
+  /* Three consumer warpgroups, an opt-in (SPLAT_ATTN_WARPGROUPS=3; without it 192-row tiles
+   * take no tile kernel, as before): 192-row tiles of more than 128 rows, 16-bit head_dim
+   * 32 .. 64, key tiles of 128, warpgroups 3 (the caller's word that TMA serves every
+   * sub-tile): 128-key sub-tiles in 4 stages, no gather; the unfused ops' kernels take the
+   * tiles as row blocks of 64. Anything else: as warpgroups 0. */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(!a->tile && !sp[SPLAT__KOP_SDDMM].tile);
+  setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(a->wgmma == WS && a->warps == 12 && a->kt == 128 && a->stages == 4 && !a->gather &&
+        splat__kspec_tile_threads(a) == 512 && splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
+  splat__kspec_names(a, rows, tile, sizeof rows);
+  CHECKF(!strcmp(tile, "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg1"), "%s", tile);
+  CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 192 + 2 * 4 * 128) * 128 + 12 * 8 +
+                                         4 * 192 * (16 + 4) + 4 * 6 * 16 + 2 * 192 * 4 + 2 * 48);
+  CHECK(sp[SPLAT__KOP_SDDMM].tile && sp[SPLAT__KOP_SDDMM].warps == 4 && sp[SPLAT__KOP_SPMM].tile &&
+        sp[SPLAT__KOP_SPMM].warps == 4);
+  splat__kspec_plan(sp, SPLAT_F16, 32, 2, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(a->warps == 12 && !a->gather);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(!a->tile); /* head_dim 128: the opt-in takes no 192-row tiles there */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 3, 0);
+  CHECK(a->warps == 8 && a->kt == 128 && a->gather); /* 128-row tiles */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 128, 0, "sm_90a", WS, 3, 0);
+  CHECK(a->warps == 8 && a->gather); /* no tile of more than 128 rows */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 192, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(a->warps == 8 && a->kt == 64 && a->gather); /* key tiles of 192 */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 64);
+  CHECK(a->warps == 8 && a->kt == 64 && a->gather); /* 64-key sub-tiles asked */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_90a", SYNC, 3, 0);
+  CHECK(a->wgmma == SYNC && a->warps == 4 && a->gather);
+  splat__kspec_plan(sp, SPLAT_F32, 64, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(!a->wgmma && a->gather);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_80", WS, 3, 0);
+  CHECK(a->tile && !a->wgmma && a->warps == 4);
+  /* Over the shared memory at 4 stages (176.6 KB): 3; over at 3 (150.6 KB): two warpgroups
+   * (the tile's second row block of 64 rows leaves the second idle). */
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 170 * 1024, "sm_90a", WS, 3, 0);
+  CHECK(a->warps == 12 && a->stages == 3 && !a->gather);
+  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 140 * 1024, "sm_90a", WS, 3, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->gather && splat__kspec_tile_smem(a) <= 140 * 1024);
+  /* The plan's default tile: 192 rows only under SPLAT_ATTN_WARPGROUPS=3, 16-bit head_dim
+   * 32 .. 64. */
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 64) == 192);
+  CHECK(splat__kspec_default_tile_q(SPLAT_F16, 32) == 192);
+  CHECK(splat__kspec_default_tile_q(SPLAT_F32, 64) == 128);
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 128) == 128);
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 24) == 128);
+  setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 64) == 128);
+  unsetenv("SPLAT_ATTN_WARPGROUPS");
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 64) == 128);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 170 * 1024, "sm_90a", WS, 0, 0);
   CHECK(a->wgmma == WS && a->kt == 64 && splat__kspec_tile_smem(a) <= 170 * 1024);
   splat__kspec_plan(sp, SPLAT_F16, 128, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
@@ -396,25 +449,25 @@ static void test_kernel_choice(void) {
     r.tile_rows_max = 64;
     r.max_segments = 2;
     r.rows_by_segments[1] = 100;
-    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
     CHECK(a->wgmma == WS && a->warps == 4);
     /* Head_dim 128: narrow, one warpgroup once the plain epilogue is set, two for split
      * tiles. */
-    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 128, 0, "sm_90a", 0) == SPLAT_OK);
     CHECK(a->wgmma == WS && a->warps == 8 && a->narrow);
     splat__kspec_attn_epilogues(sp, 0, 0);
     CHECK(a->warps == 4 && a->stages == 2);
     splat__kspec_attn_epilogues(sp, 0, 1);
     CHECK(a->warps == 8 && a->stages == 3 && a->epi == SPLAT_EPI_SPLIT);
     r.rows_by_segments[2] = 1;
-    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
     CHECK(a->wgmma == WS && a->warps == 8 && a->max_segs == 2);
     char rows_name[96], tile_name[96];
     splat__kspec_names(a, rows_name, tile_name, sizeof rows_name);
     CHECKF(!strcmp(tile_name, "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2"), "%s", tile_name);
     r.max_segments = 3;
     r.rows_by_segments[3] = 1;
-    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+    CHECK(splat__kspec_for_plan(sp, &r, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
     CHECK(a->max_segs == 3);
   }
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 65, 0, "sm_90a", WS, 0, 0);
@@ -631,7 +684,7 @@ static void test_kernel_choice(void) {
   setenv("SPLAT_ATTN_WARPGROUPS", "4", 1);
   CHECK(splat__kspec_env_attn(&kind, &w, &kt) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECKF(strstr(splat__thread_error(), "SPLAT_ATTN_WARPGROUPS=4") &&
-             strstr(splat__thread_error(), "1 or 2"),
+             strstr(splat__thread_error(), "1, 2 or 3"),
          "'%s'", splat__thread_error());
   unsetenv("SPLAT_ATTN_WARPGROUPS");
   setenv("SPLAT_ATTN_WS", "yes", 1);
@@ -885,9 +938,38 @@ static int check_tma_subtile(int32_t p, int32_t d, int32_t w, int32_t base, int3
   return ok;
 }
 
+/* splat__tma_serves_plan (no gather needed: three consumer warpgroups) on the plan of a at
+ * 192-row tiles against each run's view and every 64-key box checked as above; counts the
+ * plans served in *served, returns 1 where the two disagree. */
+static int check_serves_plan(const splat__acsr *a, int64_t seq_k, const char *spec,
+                             int64_t *served) {
+  splat__tile_plan t;
+  CHECK(splat__tile_plan_build(a, 192, 128, &t) == SPLAT_OK);
+  splat_dev_run *runs = dev_runs_of(&t);
+  splat__tma_views v;
+  int all = runs != NULL;
+  if (runs) splat__tma_views_assign(runs, t.nruns, seq_k, &v);
+  int64_t unused = 0;
+  for (int64_t i = 0; runs && i < t.nruns && all; i++) {
+    const splat_dev_run *r = &runs[i];
+    all = r->view >= 0;
+    for (int32_t b = 0; all && b < r->ntiles * 2; b++)
+      all = check_tma_subtile(r->phase, r->stride, r->width, r->base, b, seq_k, &unused);
+  }
+  const int got = splat__tma_serves_plan(&t, seq_k);
+  if (got != all)
+    printf("  %s at seq_k %lld: splat__tma_serves_plan %d, runs %d\n", spec, (long long)seq_k, got,
+           all);
+  *served += got;
+  free(runs);
+  splat__tile_plan_free(&t);
+  return got != all;
+}
+
 /* The TMA views' boxes against the gather on random groups, then on every view sub-tile of
  * the tile plans of the reference specs at awkward sizes (seq_k not a multiple of the
- * stride: the last keys of low phases fall back to the gather). */
+ * stride: the last keys of low phases fall back to the gather), and each such plan at
+ * 192-row tiles judged whole by splat__tma_serves_plan (check_serves_plan). */
 static void test_tma_view_keys(void) {
   static const int widths[] = {1, 2, 4, 8, 16, 32, 64};
   uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -909,7 +991,7 @@ static void test_tma_view_keys(void) {
   CHECKF(served > tried / 4 && served < tried, "%lld of %lld random sub-tiles served",
          (long long)served, (long long)tried);
 
-  int64_t plan_subtiles = 0, plan_served = 0;
+  int64_t plan_subtiles = 0, plan_served = 0, plans = 0, whole = 0, judged_apart = 0;
   bad = 0;
   for (int pi = 0; pi < splat_ref_pattern_count; pi++) {
     for (size_t si = 0; si < REF_SIZES; si++) {
@@ -930,12 +1012,22 @@ static void test_tma_view_keys(void) {
         }
       }
       free(runs);
+      judged_apart += check_serves_plan(&a, ref_sizes[si][1], splat_ref_patterns[pi].spec, &whole);
+      plans++;
       splat__tile_plan_free(&t);
       splat__acsr_free(&a);
       splat_pattern_destroy(pat);
     }
   }
   CHECKF(bad == 0, "%lld mismatches on the reference plans", (long long)bad);
+  CHECKF(judged_apart == 0 && whole > 0 && whole < plans,
+         "splat__tma_serves_plan: %lld of %lld reference plans judged apart from their runs, "
+         "%lld served whole",
+         (long long)judged_apart, (long long)plans, (long long)whole);
+  printf(
+      "plans TMA serves whole (192-row tiles, no gather needed): %lld of %lld reference "
+      "plans\n",
+      (long long)whole, (long long)plans);
   CHECKF(plan_subtiles > 1000 && plan_served > plan_subtiles / 2,
          "%lld of %lld view sub-tiles of the reference plans served by the box",
          (long long)plan_served, (long long)plan_subtiles);
@@ -943,6 +1035,29 @@ static void test_tma_view_keys(void) {
       "TMA view boxes: %lld of %lld view sub-tiles of the reference plans served, the rest "
       "gathered\n",
       (long long)plan_served, (long long)plan_subtiles);
+}
+
+/* splat__tma_serves_plan on chosen plans: a plain window at 4096 is served, a window at
+ * seq_k 4097 too (its last box is zero-filled past seq_k), fixed(100,30) is not (its summary
+ * columns, pieces of 30 keys, take no view: a box holds whole pieces of a width dividing 64).
+ * The reference plans: test_tma_view_keys. */
+static void test_tma_serves_plan(void) {
+  const char *specs[3] = {"window(256)", "window(256)", "fixed(100,30)"};
+  const int64_t seqs[3] = {4096, 4097, 4096};
+  const int want[3] = {1, 1, 0};
+  for (int i = 0; i < 3; i++) {
+    splat_pattern *pat = NULL;
+    splat__acsr a;
+    splat__tile_plan t;
+    CHECK(splat_pattern_parse(specs[i], seqs[i], seqs[i], &pat) == SPLAT_OK);
+    CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&a, 192, 128, &t) == SPLAT_OK);
+    CHECKF(splat__tma_serves_plan(&t, seqs[i]) == want[i], "%s at %lld", specs[i],
+           (long long)seqs[i]);
+    splat__tile_plan_free(&t);
+    splat__acsr_free(&a);
+    splat_pattern_destroy(pat);
+  }
 }
 
 /* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */
@@ -1154,6 +1269,12 @@ static void test_ws_tables(void) {
           bad += check_ws_tables(&part[k], &pass[k], tq, kt, &tables);
         plans += 1 + np;
       }
+      /* Tiles of 192 rows in one block (three consumer warpgroups). */
+      splat__tile_plan t192;
+      CHECK(splat__tile_plan_build(&a, 192, 128, &t192) == SPLAT_OK);
+      bad += check_ws_tables(&a, &t192, 192, 128, &tables);
+      plans++;
+      splat__tile_plan_free(&t192);
       free_plans(pat, &a, &t, np, pass, part);
     }
   }
@@ -1340,24 +1461,26 @@ static void test_attn_epilogues(void) {
   splat_report rep;
   CHECK(splat_pattern_parse("dilated(64,2)", 4096, 4096, &pat) == SPLAT_OK);
   CHECK(splat_analyze(pat, 0, 0, 0, &rep) == SPLAT_OK);
-  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->tile_k == rep.tile_k && rep.rows_permuted &&
         sp[SPLAT__KOP_SDDMM].write_mode == SPLAT__WRITE_ROWS &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 2);
-  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a") == SPLAT_OK);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a", 0) == SPLAT_OK);
   CHECK(sp[SPLAT__KOP_SDDMM].wgmma && !sp[SPLAT__KOP_SDDMM].write_mode &&
         sp[SPLAT__KOP_SDDMM].write_lanes == 4);
   setenv("SPLAT_ATTN_WS", "0", 1);
-  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_SYNC);
   setenv("SPLAT_ATTN_WS", "maybe", 1);
-  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a", 0) ==
+        SPLAT_ERR_INVALID_ARGUMENT);
   unsetenv("SPLAT_ATTN_WS");
   setenv("SPLAT_SDDMM_WGMMA", "x", 1);
-  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_F32, 64, 0, "sm_90a") == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_F32, 64, 0, "sm_90a", 0) ==
+        SPLAT_ERR_INVALID_ARGUMENT);
   /* The mma.sync R-SDDMM keeps 4 lanes a row for regrouped rows. */
   setenv("SPLAT_SDDMM_WGMMA", "0", 1);
-  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a") == SPLAT_OK);
+  CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
   CHECK(!sp[SPLAT__KOP_SDDMM].wgmma && sp[SPLAT__KOP_SDDMM].write_lanes == 4);
   unsetenv("SPLAT_SDDMM_WGMMA");
   splat_pattern_destroy(pat);
@@ -2171,6 +2294,7 @@ int main(void) {
   test_kernel_programs();
   test_tma_views();
   test_tma_view_keys();
+  test_tma_serves_plan();
   test_tma_q_view();
   test_ws_tables();
   test_tile_split();

@@ -249,6 +249,29 @@ int main(void) {
     }
   }
 
+  /* Three consumer warpgroups on 192-row tiles (16-bit head_dim 32 .. 64, 128-key sub-tiles,
+   * no gather: kgen.c splat__kspec_plan with warpgroups 3), one to three segments a row where
+   * the shared memory takes them, with the plain and the split epilogues (a two-pass plan's
+   * passes never take them). The opt-in of SPLAT_ATTN_WARPGROUPS=3 allows the tiles. */
+  setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
+  for (int t = 1; t < 3; t++) {
+    const int d3[3] = {32, 48, 64};
+    for (int d = 0; d < 3; d++) {
+      for (int segs = 1; segs <= 3; segs++) {
+        splat__kspec s;
+        splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], segs, 192, 128);
+        CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, 3, 0) && s.warps == 12 && !s.gather);
+        if (splat__kspec_tile_smem(&s) > 232448) continue;
+        for (int e = SPLAT_EPI_PLAIN; e <= SPLAT_EPI_SPLIT; e++) {
+          splat__kspec v = s;
+          v.epi = e;
+          add_program(&v, "sm_90a");
+        }
+      }
+    }
+  }
+  unsetenv("SPLAT_ATTN_WARPGROUPS");
+
   /* 16-bit head_dim 32 on the warp-specialised kernel (as 64 columns, kgen.c): one segment
    * a row, and a two-pass plan's passes (two segments a row, then one); two consumer
    * warpgroups on 128-key tiles, and one on 64-key tiles (the 64-row phase classes of

@@ -704,7 +704,7 @@ static int cmd_codegen(int argc, char **argv) {
   splat_status st = splat_pattern_parse(spec, seq, seq_k, &p);
   if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
   splat_report rep;
-  st = splat_analyze(p, 0, 0, 0, &rep);
+  st = splat_analyze(p, splat__kspec_default_tile_q((splat_dtype)dtype, head_dim), 0, 0, &rep);
   if (st != SPLAT_OK) {
     splat_pattern_destroy(p);
     return fail("splat_analyze", st, NULL);
@@ -712,9 +712,12 @@ static int cmd_codegen(int argc, char **argv) {
   /* The kernels depend on the plan's dtype, head_dim, K and tile shape, not on the mask
    * (the mask reaches them as metadata), and the attention's on whether it runs two
    * passes or split tiles. The device's shared-memory limit is unknown here: every tile
-   * kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). */
+   * kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). 192-row tiles
+   * (SPLAT_ATTN_WARPGROUPS=3) are shown with three consumer warpgroups, as for a plan whose
+   * every key sub-tile TMA serves (a plan checks its runs: tma_views.h). */
   splat__kspec specs[SPLAT__KOP_COUNT];
-  st = splat__kspec_for_plan(specs, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch);
+  st = splat__kspec_for_plan(specs, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch,
+                             rep.tile_q == 192);
   int two_pass = 0, split = 0;
   splat__attn_pass_shape shape[2];
   splat__kspec pass2;

@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/timer.h"
 #include "cuda/backend.h"
+#include "cuda/kgen.h"
 
 #define DEFAULT_TILE 128
 #define MAX_TILE 1024
@@ -95,7 +96,11 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   plan->ctx = ctx;
   plan->desc = *desc;
   if (!plan->desc.heads_kv) plan->desc.heads_kv = desc->heads;
-  if (!plan->desc.tile_q) plan->desc.tile_q = DEFAULT_TILE;
+  /* 192-row tiles only where SPLAT_ATTN_WARPGROUPS=3 asks for them (kgen.h). */
+  if (!plan->desc.tile_q)
+    plan->desc.tile_q = ctx->backend == SPLAT_BACKEND_CUDA
+                            ? splat__kspec_default_tile_q(desc->dtype, desc->head_dim)
+                            : DEFAULT_TILE;
   if (!plan->desc.tile_k) plan->desc.tile_k = DEFAULT_TILE;
   if (!plan->desc.max_segments) plan->desc.max_segments = SPLAT_MAX_SEGMENTS;
   if (!plan->desc.ops) plan->desc.ops = SPLAT_OPS_ALL;

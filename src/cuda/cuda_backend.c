@@ -565,8 +565,15 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
    * kernel, and decides its epilogues), then the kernels, then the metadata. */
   attn_layout al;
   memset(&al, 0, sizeof al);
-  st = splat__kspec_for_plan(p->spec, &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
-                             cu->dev.max_smem_per_block_optin, cu->dev.arch);
+  /* Whether TMA views serve every key sub-tile of the plan (192-row tiles take three
+   * consumer warpgroups, whose producer has no gather, only then). */
+  int tma = 0;
+  st = splat__tma_env(&tma);
+  const int tma_all = st == SPLAT_OK && tma && plan->tiles.tile_q == 192 &&
+                      splat__tma_serves_plan(&plan->tiles, plan->seq_k);
+  if (st == SPLAT_OK)
+    st = splat__kspec_for_plan(p->spec, &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
+                               cu->dev.max_smem_per_block_optin, cu->dev.arch, tma_all);
   if (st == SPLAT_OK) st = attn_layout_plan(p, plan, &al);
   if (st == SPLAT_OK) {
     splat__kspec_attn_epilogues(p->spec, al.npass > 0, al.max_ktiles > 0);
@@ -914,6 +921,15 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
     if (prm.tma)
       splat__tma_q_encode(drv->cuTensorMapEncodeTiled, q, plan->desc.batch, plan->desc.heads,
                           plan->seq_q, plan->desc.head_dim, qstride, &prm);
+    if (!prm.tma && !p->spec[SPLAT__KOP_ATTENTION].gather) {
+      /* A kernel without the gather (three consumer warpgroups) where K and V take no tensor
+       * map (SPLAT_ATTN_TMA=0, or a driver without cuTensorMapEncodeTiled): the row kernel. */
+      splat__log(SPLAT__LOG_DEBUG,
+                 "splat_attention: K and V take no tensor map and the plan's "
+                 "attention kernel has no gather; the row kernel computes it");
+      tile_ok = 0;
+      prm.pat = p->pat;
+    }
   }
   return launch_op(plan, SPLAT__KOP_ATTENTION, tile_ok, &prm.shape, &prm, stream);
 }

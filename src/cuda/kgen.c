@@ -75,6 +75,7 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
   s->head_dim = head_dim;
   s->max_segs = max_segs;
   s->row_warps = 4;
+  s->gather = 1;
   s->write_lanes = op == SPLAT__KOP_SDDMM ? 2 : 0;
   s->stages = 2;
   s->tile_k = tile_k;
@@ -83,10 +84,13 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
    * attention's for one pass without split tiles: splat__kspec_attn_epilogues,
    * splat__kspec_for_pass). A CTA takes 64 rows (4 warps) of a query tile when tile_q
    * allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and stages:
-   * portable_sub_tiles). */
+   * portable_sub_tiles); 192-row tiles, only under the opt-in of SPLAT_ATTN_WARPGROUPS=3
+   * (splat__kspec_default_tile_q), as three row blocks of 64 (or one for the three consumer
+   * warpgroups of the warp-specialised attention kernel). */
   const int tile_op = op != SPLAT__KOP_SOFTMAX;
-  if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 && tile_q <= 128 &&
-      tile_k % 16 == 0) {
+  const int rows192 = tile_q == 192 && splat__kspec_default_tile_q(dt, head_dim) == 192;
+  if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 &&
+      (tile_q <= 128 || rows192) && tile_k % 16 == 0) {
     s->tile = 1;
     s->warps = tile_q % 64 == 0 ? 4 : tile_q / 16;
     portable_sub_tiles(s);
@@ -255,7 +259,10 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
       s->stages = s->head_dim <= 64 ? 4 : 3;
-      if (s->head_dim <= 64 && wgs == 2 && kt != 64 && s->tile_k % 128 == 0) {
+      /* Three (192-row tiles, splat__kspec_plan): 128-key sub-tiles, 4 stages (176.6 KB),
+       * the producer without the gather (kernels/attention_ws.cuh SPLAT_WS_GATHER). */
+      s->gather = wgs != 3;
+      if (s->head_dim <= 64 && (wgs == 3 || (wgs == 2 && kt != 64)) && s->tile_k % 128 == 0) {
         s->kt = 128;
         s->stages = 4;
       }
@@ -264,7 +271,7 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
     /* head_dim 128 with one warpgroup: the wgmma kernel (72 .. 120: neither). */
     if (hd != 128) return 0;
   }
-  const int wgs = warpgroups ? warpgroups : 1;
+  const int wgs = warpgroups == 2 ? 2 : 1;
   s->wgmma = SPLAT__WGMMA_SYNC;
   s->warps = 4 * wgs;
   /* Two warpgroups: one CTA per SM (registers), so one more stage to cover latency. */
@@ -350,14 +357,23 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
     *kind = SPLAT__WGMMA_SYNC;
   }
   if (!wg || !*wg) return SPLAT_OK;
-  if (!strcmp(wg, "1") || !strcmp(wg, "2")) {
+  if (!strcmp(wg, "1") || !strcmp(wg, "2") || !strcmp(wg, "3")) {
     *warpgroups = wg[0] - '0';
     return SPLAT_OK;
   }
   return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                     "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1 or 2 (consumer warpgroups "
-                     "of the sm_90a fused attention kernel)",
+                     "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1, 2 or 3 (consumer "
+                     "warpgroups of the sm_90a fused attention kernel; 3: query tiles of 192 "
+                     "rows at head_dim 32 .. 64 where TMA serves every key sub-tile)",
                      wg);
+}
+
+int splat__kspec_default_tile_q(splat_dtype dt, int64_t head_dim) {
+  const char *wg = getenv("SPLAT_ATTN_WARPGROUPS");
+  return wg && !strcmp(wg, "3") && dt != SPLAT_F32 && head_dim >= 32 && head_dim <= 64 &&
+                 head_dim % 8 == 0
+             ? 192
+             : 128;
 }
 
 splat_status splat__kspec_env_persistent(int *on) {
@@ -377,13 +393,21 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
    * kernel narrow: one warpgroup where its epilogue allows (splat__kspec_ws_narrow). */
   const int full = tile_q >= 128 && (head_dim > 64 || tile_rows > 64);
   const int narrow = tile_q >= 128 && tile_rows <= 64 && !warpgroups;
+  /* Three consumer warpgroups (warpgroups 3: the caller's word that TMA serves every key
+   * sub-tile, plan_for) on tiles of 192 rows at head_dim 32 .. 64 with 128-key sub-tiles:
+   * windows 1.09-1.15x at 16384 on an H100, blocks whose size 192 does not divide slower
+   * (bench/NOTES.md v58); else as for warpgroups 0. */
+  const int three = warpgroups == 3 && kind == SPLAT__WGMMA_WS && dt != SPLAT_F32 &&
+                    tile_q == 192 && tile_rows > 128 && head_dim <= 64 && tile_k % 128 == 0 &&
+                    kt != 64;
+  if (warpgroups == 3 && !three) warpgroups = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
     splat__kspec_init(s, (splat__kop)op, dt, dt, dt, head_dim, max_segs, tile_q, tile_k);
     s->smem_optin = smem_optin;
     if (arch && !strcmp(arch, "sm_90a")) {
       const splat__kspec plain = *s;
-      const int wgs = full ? warpgroups : 1;
+      const int wgs = three ? 3 : full ? warpgroups : 1;
       splat__kspec_use_wgmma(s, kind, wgs, kt);
       /* The warp-specialised kernel's shared memory over the limit: 128-key sub-tiles in
        * 3 stages, else 64-key ones, else the wgmma kernel. */
@@ -393,7 +417,7 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
       if (s->wgmma == SPLAT__WGMMA_WS && s->kt > 64 && smem_optin > 0 &&
           splat__kspec_tile_smem(s) > smem_optin) {
         *s = plain;
-        splat__kspec_use_wgmma(s, kind, wgs, 64);
+        splat__kspec_use_wgmma(s, kind, three ? 2 : wgs, 64);
       }
       if (s->wgmma == SPLAT__WGMMA_WS && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
         *s = plain;
@@ -415,10 +439,13 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
  * tiles of at most tile_rows rows, under the environment's attention kernel. */
 static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
                              int head_dim, int smem_optin, const char *arch, int segs, int tile_k,
-                             int tile_rows) {
+                             int tile_rows, int tma_all) {
   int kind, warpgroups, kt;
   splat_status st = splat__kspec_env_attn(&kind, &warpgroups, &kt);
   if (st != SPLAT_OK) return st;
+  /* Three consumer warpgroups on 192-row tiles where TMA serves every key sub-tile. */
+  if (rep->tile_q == 192 && tma_all && !warpgroups) warpgroups = 3;
+  if (!tma_all && warpgroups == 3) warpgroups = 0;
   splat__kspec_plan(specs, dt, head_dim, segs, rep->tile_q, tile_k, tile_rows, smem_optin, arch,
                     kind, warpgroups, kt);
   splat__kspec *a = &specs[SPLAT__KOP_ATTENTION];
@@ -432,12 +459,12 @@ static splat_status plan_for(splat__kspec *specs, const splat_report *rep, splat
 }
 
 splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
-                                   int head_dim, int smem_optin, const char *arch) {
+                                   int head_dim, int smem_optin, const char *arch, int tma_all) {
   /* The report's tile rows count for rows of one segment: a mask whose rows have several
    * may run two passes, specialised apart (splat__kspec_for_pass). */
   const int segs = splat__kspec_table_segs(rep);
   splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, rep->tile_k,
-                             segs > 1 ? rep->tile_q : rep->tile_rows_max);
+                             segs > 1 ? rep->tile_q : rep->tile_rows_max, tma_all);
   if (st != SPLAT_OK) return st;
   st = splat__kspec_env_sddmm(specs, smem_optin);
   splat__kspec_write_lanes(specs, rep->rows_permuted);
@@ -448,7 +475,8 @@ splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, s
                                    int head_dim, int smem_optin, const char *arch, int segs,
                                    int tile_k, int tile_rows, int pass) {
   splat__kspec specs[SPLAT__KOP_COUNT];
-  splat_status st = plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows);
+  splat_status st =
+      plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows, 0);
   if (st != SPLAT_OK) return st;
   *out = specs[SPLAT__KOP_ATTENTION];
   /* f32 above head_dim 128 (O in column panels) runs one pass only. */
@@ -631,6 +659,10 @@ splat_status splat__kspec_source(const splat__kspec *spec, char **out) {
     defs[n++].value = epi;
     defs[n].name = "SPLAT_WS_TRACE";
     defs[n++].value = s->trace ? "1" : "0";
+    if (!s->gather) { /* only then: every other kernel's source stays as it was */
+      defs[n].name = "SPLAT_WS_GATHER";
+      defs[n++].value = "0";
+    }
   }
   if (s->op == SPLAT__KOP_SDDMM && tile_program) {
     snprintf(lanes, sizeof lanes, "%d", s->write_lanes);

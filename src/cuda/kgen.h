@@ -47,6 +47,9 @@ typedef struct splat__kspec {
   int trace;       /* warp-specialised attention: each item's timestamps written over the
                     * log-sum-exp instead of it (SPLAT_ATTN_TRACE=1, kernels/attention_ws.cuh
                     * SPLAT_WS_TRACE; bench/item_trace.py reads them) */
+  int gather;      /* warp-specialised attention: 0 for a producer without the cp.async
+                    * gather of K and V (three consumer warpgroups: every sub-tile a TMA box;
+                    * kernels/attention_ws.cuh SPLAT_WS_GATHER), else 1 */
   int narrow;      /* warp-specialised attention at head_dim 128 (two consumer warpgroups,
                     * at most two segments a row) of a plan whose query tiles have at most
                     * 64 rows: splat__kspec_ws_narrow takes it to one */
@@ -170,7 +173,9 @@ splat_status splat__kspec_env_persistent(int *on);
 /* The specs of the kernels a plan uses, one per op (indexed by splat__kop), for Q/K/V/O
  * and values of dtype dt: splat__kspec_init of each op, the sm_90a attention kernel `kind`
  * of `warpgroups` warpgroups (1 when tile_q < 128, and at head_dim 64 when no query tile
- * has more than tile_rows = 64 rows) and sub-tiles of kt keys
+ * has more than tile_rows = 64 rows; 3, the WS kernel's three on 192-row tiles at 16-bit
+ * head_dim 32 .. 64 with 128-key sub-tiles, only where the caller knows TMA serves every
+ * key sub-tile: else as 0) and sub-tiles of kt keys
  * (splat__kspec_use_wgmma) when arch is "sm_90a" (64-key sub-tiles, then the SYNC kernel,
  * where the WS one's shared memory exceeds smem_optin), then the tile kernel dropped where
  * its dynamic shared memory exceeds smem_optin bytes (the device's opt-in limit; 0 = no
@@ -185,10 +190,17 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
  * for the report's tile shape, K and tile rows (splat_report.tile_rows_max where rows have
  * one segment, else tile_q), the SDDMM write-out lanes from its
  * rows_permuted (splat__kspec_write_lanes) and SPLAT_SDDMM_WGMMA (splat__kspec_env_sddmm).
+ * tma_all: TMA views serve every key sub-tile of the plan (tma_views.h
+ * splat__tma_serves_plan), which three consumer warpgroups on 192-row tiles need.
  * The attention epilogues come after (splat__kspec_attn_epilogues): they depend on the
  * two-pass decision, which needs to know whether there is a tile kernel. */
 splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
-                                   int head_dim, int smem_optin, const char *arch);
+                                   int head_dim, int smem_optin, const char *arch, int tma_all);
+
+/* A plan's query tile rows when its description leaves them to splat (tile_q 0): 192 under
+ * SPLAT_ATTN_WARPGROUPS=3 for 16-bit head_dim 32 .. 64 (the three consumer warpgroups'
+ * tiles, an opt-in until a rule chooses them: bench/NOTES.md v58), else 128. */
+int splat__kspec_default_tile_q(splat_dtype dt, int64_t head_dim);
 
 /* The attention tile kernel's epilogue (splat__kspec.epi): PASS1 when the plan runs two
  * passes (two_pass), SPLIT when it may split its tiles (split: SPLAT_ATTN_SPLIT > 0), else

@@ -4,32 +4,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../kernels/tma_view.cuh"
 #include "core/env.h"
 #include "core/error.h"
 
 /* cuda.h's CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values. */
 enum { TMA_F16 = 6, TMA_BF16 = 9, TMA_SWIZZLE_128B = 3, TMA_L2_256B = 3 };
 
+/* The view of group (stride d, width w, phase) in `views`, added where it is new and a
+ * slot is left; -1 where the group has none (tma_views.h: the rule). */
+static int view_of(splat__tma_views *views, int32_t d, int32_t w, int32_t phase, int64_t seq_k) {
+  const int fits =
+      d >= 1 && d <= seq_k && w >= 1 && 64 % w == 0 && phase >= 0 && (int64_t)phase + w <= d;
+  if (!fits) return -1;
+  int v = 0;
+  while (v < views->n && (views->stride[v] != d || views->width[v] != w)) v++;
+  if (v == views->n) {
+    if (views->n == SPLAT_TMA_VIEWS) return -1;
+    views->stride[v] = d;
+    views->width[v] = w;
+    views->n++;
+  }
+  return v;
+}
+
 void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
                              splat__tma_views *out) {
   memset(out, 0, sizeof *out);
-  for (int64_t i = 0; i < nruns; i++) {
-    splat_dev_run *r = &runs[i];
-    r->view = -1;
-    const int32_t d = r->stride, w = r->width;
-    const int fits = d >= 1 && d <= seq_k && w >= 1 && 64 % w == 0 && r->phase >= 0 &&
-                     (int64_t)r->phase + w <= d;
-    if (!fits) continue;
-    int v = 0;
-    while (v < out->n && (out->stride[v] != d || out->width[v] != w)) v++;
-    if (v == out->n) {
-      if (out->n == SPLAT_TMA_VIEWS) continue;
-      out->stride[v] = d;
-      out->width[v] = w;
-      out->n++;
-    }
-    r->view = v;
+  for (int64_t i = 0; i < nruns; i++)
+    runs[i].view = view_of(out, runs[i].stride, runs[i].width, runs[i].phase, seq_k);
+}
+
+int splat__tma_serves_plan(const splat__tile_plan *t, int64_t seq_k) {
+  splat__tma_views views;
+  memset(&views, 0, sizeof views);
+  if (t->tile_k % SPLAT_TMA_BOX) return 0;
+  const int32_t boxes = t->tile_k / SPLAT_TMA_BOX; /* a key tile's */
+  for (int64_t i = 0; i < t->nruns; i++) {
+    const splat__key_run *r = &t->runs[i];
+    const splat__key_group *g = &r->group;
+    if (view_of(&views, g->stride, g->width, g->phase, seq_k) < 0) return 0;
+    const splat_tma_run v =
+        splat_tma_run_of(g->phase, g->stride, g->width, r->base, SPLAT_TMA_BOX, seq_k);
+    for (int32_t b = 0; b < r->ntiles * boxes; b++)
+      if (!splat_tma_run_serves(v, b)) return 0;
   }
+  return 1;
 }
 
 void splat__tma_views_assign_passes(splat_dev_run *runs, const int64_t nruns[2], const int ws[2],
