@@ -316,8 +316,12 @@ static void test_kernel_choice(void) {
                                          4 * 192 * (16 + 4) + 4 * 6 * 16 + 2 * 192 * 4 + 2 * 48);
   CHECK(sp[SPLAT__KOP_SDDMM].tile && sp[SPLAT__KOP_SDDMM].warps == 4 && sp[SPLAT__KOP_SPMM].tile &&
         sp[SPLAT__KOP_SPMM].warps == 4);
+  splat__kspec_attn_epilogues(sp, 0, 1); /* split tiles: two warpgroups, the gather */
+  CHECK(a->epi == SPLAT_EPI_SPLIT && a->warps == 8 && a->gather && a->kt == 128);
   splat__kspec_plan(sp, SPLAT_F16, 32, 2, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
   CHECK(a->warps == 12 && !a->gather);
+  splat__kspec_attn_epilogues(sp, 0, 0);
+  CHECK(a->epi == SPLAT_EPI_PLAIN && a->warps == 12 && !a->gather);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
   CHECK(!a->tile); /* head_dim 128: the opt-in takes no 192-row tiles there */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 3, 0);

@@ -508,6 +508,12 @@ void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split) {
            : two_pass ? SPLAT_EPI_PASS1
            : split    ? SPLAT_EPI_SPLIT
                       : SPLAT_EPI_PLAIN;
+  /* Split tiles on two consumer warpgroups, not three (whose split epilogue spills 124-204
+   * bytes): they take the 192-row tiles as row blocks of 128, with the gather. */
+  if (s->epi == SPLAT_EPI_SPLIT && s->wgmma == SPLAT__WGMMA_WS && s->warps == 12) {
+    s->warps = 8;
+    s->gather = 1;
+  }
   splat__kspec_ws_narrow(s);
 }
 
