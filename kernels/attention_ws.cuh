@@ -24,12 +24,13 @@
  *     per (stride, width) group: src/cuda/tma_views.c) is one tensor-map load per 64 keys
  *     and 64-column panel of K and of V, issued by one thread (dilated and strided keys are
  *     the map's middle coordinates, not masks); any other sub-tile is gathered by cp.async
- *     by the whole warpgroup. With a predicated run's first sub-tile it also copies the
- *     run's interval table for the mask, built at plan time (P.pat.tables, one record per
- *     query tile, row block and key group: src/cuda/ws_tables.c), by one bulk copy on the
- *     sub-tile's full barrier into buffer R % STAGES of a run counter R over the CTA's items
- *     (every run has at least one sub-tile, so the run STAGES back is done). It never reads
- *     the rows' segments: its chain per item is the item's decode, Q and the copies.
+ *     by the whole warpgroup (none with SPLAT_WS_GATHER 0: the host checks). With a
+ *     predicated run's first sub-tile it also copies the run's interval table for the mask,
+ *     built at plan time (P.pat.tables, one record per query tile, row block and key group:
+ *     src/cuda/ws_tables.c), by one bulk copy on the sub-tile's full barrier into buffer
+ *     R % STAGES of a run counter R over the CTA's items (every run has at least one
+ *     sub-tile, so the run STAGES back is done). It never reads the rows' segments: its
+ *     chain per item is the item's decode, Q and the copies.
  *   - Consumers: S = Q K^T by wgmma m64nKTk16 (both operands in shared memory, K-major);
  *     the mask predicate only on predicated runs; the online softmax in registers; P in
  *     the input dtype straight from the S registers is the A operand of O += P V (wgmma
@@ -105,6 +106,8 @@ static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 3,
  * without the gather (bench/NOTES.md v58). */
 static_assert(SPLAT_WGS < 3 || (SPLAT_HEAD_DIM <= 64 && SPLAT_KT == 128 && !SPLAT_WS_GATHER),
               "three consumer warpgroups: head_dim up to 64, 128-key sub-tiles, no gather");
+static_assert(SPLAT_WGS < 3 || SPLAT_ATTN_PASS != 2,
+              "three consumer warpgroups: no pass 2 (its staged rows' barriers are two)");
 static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
               "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
 #define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */

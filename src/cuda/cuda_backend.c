@@ -316,6 +316,15 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
     }
   }
+  /* A kernel without the gather only where every run has a view (splat__tma_serves_plan). */
+  for (int64_t i = 0;
+       st == SPLAT_OK && !npass && !p->spec[SPLAT__KOP_ATTENTION].gather && i < t->nruns; i++) {
+    if (runs[i].view < 0)
+      st = splat__fail(SPLAT_ERR_INTERNAL,
+                       "splat_plan_create: key run %lld has no TMA view, and the attention "
+                       "kernel has no gather",
+                       (long long)i);
+  }
   /* The warp-specialised attention kernel's interval tables, for the pattern each of its
    * kernels runs (the single plan's, or each pass's that runs on it), before the split
    * below copies the runs (a chunk keeps its run's table: the same rows). */
@@ -923,7 +932,7 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
                           plan->seq_q, plan->desc.head_dim, qstride, &prm);
     if (!prm.tma && !p->spec[SPLAT__KOP_ATTENTION].gather) {
       /* A kernel without the gather (three consumer warpgroups) where K and V take no tensor
-       * map (SPLAT_ATTN_TMA=0, or a driver without cuTensorMapEncodeTiled): the row kernel. */
+       * map (a driver without cuTensorMapEncodeTiled, or one refusing a map): the row kernel. */
       splat__log(SPLAT__LOG_DEBUG,
                  "splat_attention: K and V take no tensor map and the plan's "
                  "attention kernel has no gather; the row kernel computes it");

@@ -259,7 +259,7 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
       s->stages = s->head_dim <= 64 ? 4 : 3;
-      /* Three (192-row tiles, splat__kspec_plan): 128-key sub-tiles, 4 stages (176.6 KB),
+      /* Three (192-row tiles, splat__kspec_plan): 128-key sub-tiles, 4 stages (194 KB),
        * the producer without the gather (kernels/attention_ws.cuh SPLAT_WS_GATHER). */
       s->gather = wgs != 3;
       if (s->head_dim <= 64 && (wgs == 3 || (wgs == 2 && kt != 64)) && s->tile_k % 128 == 0) {

@@ -38,8 +38,8 @@ void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
 int splat__tma_serves_plan(const splat__tile_plan *t, int64_t seq_k) {
   splat__tma_views views;
   memset(&views, 0, sizeof views);
-  if (t->tile_k % SPLAT_TMA_BOX) return 0;
-  const int32_t boxes = t->tile_k / SPLAT_TMA_BOX; /* a key tile's */
+  if (t->tile_k % SPLAT_TMA_BOX || t->nruns == 0) return 0; /* no runs: no views, no maps */
+  const int32_t boxes = t->tile_k / SPLAT_TMA_BOX;          /* a key tile's */
   for (int64_t i = 0; i < t->nruns; i++) {
     const splat__key_run *r = &t->runs[i];
     const splat__key_group *g = &r->group;
