@@ -1,5 +1,7 @@
 #!/bin/bash
-# stop 42: v58 landed as an opt-in (SPLAT_ATTN_WARPGROUPS=3): checks, then the A/B against the default
+# stop 42: the first device call for v58's opt-in (SPLAT_ATTN_WARPGROUPS=3; bench/NOTES.md v58): its
+# quick subsets, racecheck, the default's quick subset, then the A/B against the default. Copy
+# it to ab/ and run `bash ab/s42c.sh` through the device tool with carry ["ab"].
 set -u
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build-gpu -j 16 --target splat splat_gpu_check >/dev/null || { echo build failed; exit 1; }
@@ -10,6 +12,9 @@ chk SPLAT_ATTN_WARPGROUPS=3 timeout 60 ./build-gpu/tests/splat_gpu_check --quick
 chk SPLAT_ATTN_WARPGROUPS=3 timeout 30 ./build-gpu/tests/splat_gpu_check --quick --dims 48,64 --dtype f16
 chk SPLAT_ATTN_WARPGROUPS=3 SPLAT_ATTN_TMA=0 timeout 20 ./build-gpu/tests/splat_gpu_check --quick --dims 64 --filter window
 chk timeout 30 ./build-gpu/tests/splat_gpu_check --quick --dims 64
+echo "== racecheck, three warpgroups, --quick --dims 64 --filter window"
+SPLAT_ATTN_WARPGROUPS=3 timeout 90 compute-sanitizer --tool racecheck --error-exitcode 3 \
+  ./build-gpu/tests/splat_gpu_check --quick --dims 64 --filter window 2>&1 | tail -3
 S="window(256);causal & window(512,0);dilated(256,2);blocked(512)"
 python3 bench/bench_fused.py --seqs 4096,16384 --head-dims 64 --specs "$S" --no-same-nnz --peers splat,flex --json $OUT/A.jsonl > /tmp/A.txt 2>&1 || echo "A failed"
 SPLAT_ATTN_WARPGROUPS=3 python3 bench/bench_fused.py --seqs 4096,16384 --head-dims 64 --specs "$S" --no-same-nnz --peers splat --json $OUT/W.jsonl > /tmp/W.txt 2>&1 || { echo "W failed"; tail -5 /tmp/W.txt; }
