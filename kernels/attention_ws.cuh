@@ -110,7 +110,7 @@ static_assert(SPLAT_WGS < 3 || SPLAT_ATTN_PASS != 2,
               "three consumer warpgroups: no pass 2 (its staged rows' barriers are two)");
 static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
               "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
-#define SPLAT_BOX 64 /* keys per TMA box (tma_views.c): a sub-tile is KT / 64 of them */
+#define SPLAT_BOX SPLAT_TMA_BOX /* keys per TMA box (tma_view.cuh): a sub-tile is KT / 64 */
 #define SPLAT_TQ (64 * SPLAT_WGS)             /* query rows per CTA */
 #define SPLAT_THREADS (128 * (SPLAT_WGS + 1)) /* + the producer warpgroup */
 /* Columns of the Q, K and V tiles and of O: 64, 128, 192 or 256 (32 .. 56 run as 64, 72 ..

@@ -10,6 +10,8 @@
 
 #include "params.cuh"
 
+#define SPLAT_TMA_BOX 64 /* keys a TMA box holds (a view's box: {64, w, 64 / w}) */
+
 /* Key of row kk of the box of sub-tile g0, and whether the box reads it (1) or zero-fills
  * it (0: third coordinate >= seq_k / d). */
 SPLAT_HOST_DEV int64_t splat_tma_box_key(int32_t phase, int32_t stride, int32_t width, int32_t g0,

@@ -28,9 +28,6 @@ typedef struct splat__tma_views {
 void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
                              splat__tma_views *out);
 
-/* Keys a TMA box holds (kernels/attention_ws.cuh SPLAT_BOX). */
-#define SPLAT_TMA_BOX 64
-
 /* 1 when the views splat__tma_views_assign would give plan t's runs serve every 64-key box
  * of every run (kernels/tma_view.cuh splat_tma_run_serves): the warp-specialised kernel
  * then needs no gather of K and V (SPLAT_WS_GATHER 0) wherever the inputs take tensor maps. */
