@@ -12,12 +12,13 @@ runs, in one process on the same inputs:
   masked   SDPA with the boolean mask (efficient-attention / math backends), up to a
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
-  splat-sync, splat-sync-wg2, splat-wg1, splat-item, splat-gather, splat-split, splat-1pass,
-  splat-kt64, splat-part
+  splat-sync, splat-sync-wg2, splat-wg1, splat-wg2, splat-wg3, splat-item, splat-gather,
+  splat-split, splat-1pass, splat-kt64, splat-part
            (opt-in: --peers ...,splat-sync) splat under a kernel option, against the
            default in one process: SPLAT_ATTN_WS=0 (the wgmma kernel without warp
            specialisation; with SPLAT_ATTN_WARPGROUPS=2), SPLAT_ATTN_WARPGROUPS=1 (one
-           consumer warpgroup, head_dim 64), SPLAT_ATTN_PERSISTENT=0 (one CTA per work
+           consumer warpgroup, head_dim 64), =2 (two, on 128-row tiles), =3 (192-row
+           tiles, three where TMA serves them), SPLAT_ATTN_PERSISTENT=0 (one CTA per work
            item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
            SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass), SPLAT_ATTN_KT=64
            (64-key sub-tiles at head_dim 64), SPLAT_ATTN_SPLIT=1048576 (nothing is split,
@@ -87,11 +88,13 @@ DEFAULT_HEAD_DIMS = [64, 128]
 PEERS = ["splat", "flex", "sdpa", "masked", "unfused"]
 # Opt-in peers: splat with the environment of an experimental kernel option, timed in
 # the same process as the default: the warp-specialised kernel (two consumer warpgroups,
-# one, or without TMA), the default kernel with two warpgroups, split long tiles.
+# one or three, or without TMA), the default kernel with two warpgroups, split long tiles.
 VARIANT_ENV = {
     "splat-sync": {"SPLAT_ATTN_WS": "0"},
     "splat-sync-wg2": {"SPLAT_ATTN_WS": "0", "SPLAT_ATTN_WARPGROUPS": "2"},
     "splat-wg1": {"SPLAT_ATTN_WARPGROUPS": "1"},
+    "splat-wg2": {"SPLAT_ATTN_WARPGROUPS": "2"},
+    "splat-wg3": {"SPLAT_ATTN_WARPGROUPS": "3"},
     "splat-item": {"SPLAT_ATTN_PERSISTENT": "0"},
     "splat-gather": {"SPLAT_ATTN_TMA": "0"},
     "splat-split": {"SPLAT_ATTN_SPLIT": "32"},
@@ -365,9 +368,11 @@ def splat_setup(ctx, case, peer: str = "splat"):
     again_ms = (time.perf_counter() - t0) * 1e3
     compiled = int(report["kernels_compiled"])
     how = f"cold: {compiled} kernels compiled" if compiled else "no kernel compiled: cache hit"
-    case["splat_plan_ms"], case["splat_plan_again_ms"] = first_ms, again_ms
-    case["splat_kernels_compiled"] = compiled
-    case["notes"][peer] = f"plan {first_ms:.1f} ms ({how}), {again_ms:.1f} ms with kernels in memory"
+    tile = f"{report['tile_q']}x{report['tile_k']}"
+    if peer == "splat":  # the default's plan (a variant's is in its note)
+        case["splat_plan_ms"], case["splat_plan_again_ms"] = first_ms, again_ms
+        case["splat_kernels_compiled"], case["splat_tile"] = compiled, tile
+    case["notes"][peer] = f"plan {first_ms:.1f} ms ({how}), {again_ms:.1f} ms with kernels in memory, tiles {tile}"
 
     def run(q, k, v):
         return splat.torch.attention(q, k, v, pattern, return_lse=True)
@@ -682,7 +687,7 @@ def json_line(case, meta: dict) -> str:
     row.update({k: case[k] for k in ("spec", "seq", "batch", "heads", "heads_kv", "head_dim", "nnz", "density")})
     row["dtype"] = str(case["dtype"]).replace("torch.", "")
     for key in ("input_sets", "refused", "flagged", "same_nnz_window", "comparator_of", "splat_plan_ms",
-                "splat_plan_again_ms",
+                "splat_plan_again_ms", "splat_tile",
                 "splat_kernels_compiled", "flex_mask_ms", "flex_mask_first_ms", "flex_mask_build"):
         if key in case:
             row[key] = case[key]
@@ -930,7 +935,7 @@ def cases_from_json(paths: str) -> List[dict]:
             row = json.loads(line)
             case = {k: v for k, v in row.items() if not any(k.startswith(p + "_") for p in PEERS + EXTRA_PEERS)
                     or k in ("same_nnz_window", "comparator_of", "splat_plan_ms", "splat_plan_again_ms",
-                             "splat_kernels_compiled", "flex_mask_ms",
+                             "splat_tile", "splat_kernels_compiled", "flex_mask_ms",
                              "flex_mask_first_ms", "flex_mask_build")}
             case["peers"] = {}
             for peer in PEERS + EXTRA_PEERS:

@@ -246,7 +246,7 @@ typedef struct splat_plan_desc {
   int64_t heads_kv;   /* key/value heads; 0 = heads; must divide heads */
   int64_t head_dim;   /* 1..SPLAT_MAX_HEAD_DIM */
   splat_dtype dtype;  /* dtype of Q, K, V and O */
-  int tile_q, tile_k; /* 0 = 128 */
+  int tile_q, tile_k; /* 0 = 128; a CUDA plan's tile_q 0 may take 192 (docs/cuda.md) */
   int max_segments;   /* 0 = SPLAT_MAX_SEGMENTS */
   unsigned ops;       /* SPLAT_OPS_* bits of the operations to run; 0 = SPLAT_OPS_ALL */
 } splat_plan_desc;

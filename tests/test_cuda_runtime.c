@@ -1,7 +1,7 @@
 /* test_cuda_runtime.c — the CUDA runtime layer without a GPU: the driver table's
  * no-device answer and error mapping, the hash, logging defaults, code generation
  * from embedded templates, the choice of attention tile kernel, the split of long
- * attention tiles, NVRTC compiles of smoke.cuh for
+ * attention tiles, the choice of 192-row query tiles, NVRTC compiles of smoke.cuh for
  * sm_90a and sm_80 with the ptxas report, compile errors, the memory and disk kernel caches
  * (corruption, unwritable directories, 4 concurrent writer processes), list/clear and
  * SPLAT_DUMP_DIR. NVRTC tests are skipped (not passed) only when NVRTC cannot be
@@ -31,6 +31,7 @@
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
 #include "cuda/nvrtc.h"
+#include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
 #include "cuda/ws_tables.h"
@@ -299,14 +300,10 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->kt == 128 && splat__kspec_tile_smem(a) > 170 * 1024); /* 8 segments a row */
 
-  /* Three consumer warpgroups, an opt-in (SPLAT_ATTN_WARPGROUPS=3; without it 192-row tiles
-   * take no tile kernel, as before): 192-row tiles of more than 128 rows, 16-bit head_dim
+  /* Three consumer warpgroups: 192-row tiles of more than 128 rows, 16-bit head_dim
    * 32 .. 64, key tiles of 128, warpgroups 3 (the caller's word that TMA serves every
    * sub-tile): 128-key sub-tiles in 4 stages, no gather; the unfused ops' kernels take the
    * tiles as row blocks of 64. Anything else: as warpgroups 0. */
-  splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
-  CHECK(!a->tile && !sp[SPLAT__KOP_SDDMM].tile);
-  setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
   CHECK(a->wgmma == WS && a->warps == 12 && a->kt == 128 && a->stages == 4 && !a->gather &&
         splat__kspec_tile_threads(a) == 512 && splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
@@ -344,8 +341,9 @@ static void test_kernel_choice(void) {
   CHECK(a->warps == 12 && a->stages == 3 && !a->gather);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 192, 140 * 1024, "sm_90a", WS, 3, 0);
   CHECK(a->wgmma == WS && a->warps == 8 && a->gather && splat__kspec_tile_smem(a) <= 140 * 1024);
-  /* The plan's default tile: 192 rows only under SPLAT_ATTN_WARPGROUPS=3, 16-bit head_dim
-   * 32 .. 64. */
+  /* The plan's tile before the analysis: 192 rows only under SPLAT_ATTN_WARPGROUPS=3, 16-bit
+   * head_dim 32 .. 64. */
+  setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
   CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 64) == 192);
   CHECK(splat__kspec_default_tile_q(SPLAT_F16, 32) == 192);
   CHECK(splat__kspec_default_tile_q(SPLAT_F32, 64) == 128);
@@ -1064,6 +1062,109 @@ static void test_tma_serves_plan(void) {
   }
 }
 
+/* Whether a plan takes 192-row query tiles (tile_rows.h): which plans try them, then the
+ * choice on the two tile plans' reports of real patterns (H100: 132 SMs). */
+static void test_tile_rows(void) {
+  splat_plan_desc d = {2, 16, 16, 64, SPLAT_BF16, 128, 128, 8, SPLAT_OPS_ATTENTION};
+  CHECK(splat__tile_rows_try(&d, "sm_90a"));
+  CHECK(!splat__tile_rows_try(&d, "sm_80") && !splat__tile_rows_try(&d, NULL));
+  d.ops = SPLAT_OPS_ALL; /* the unfused kernels would share the tiles */
+  CHECK(!splat__tile_rows_try(&d, "sm_90a"));
+  d.ops = SPLAT_OPS_ATTENTION;
+  const int64_t dims[] = {24, 32, 40, 48, 56, 64, 72, 128};
+  for (int i = 0; i < 8; i++) {
+    d.head_dim = dims[i];
+    CHECKF(splat__tile_rows_try(&d, "sm_90a") == (dims[i] >= 32 && dims[i] <= 64), "head_dim %lld",
+           (long long)dims[i]);
+  }
+  d.head_dim = 64;
+  d.dtype = SPLAT_F16;
+  CHECK(splat__tile_rows_try(&d, "sm_90a"));
+  d.dtype = SPLAT_F32;
+  CHECK(!splat__tile_rows_try(&d, "sm_90a"));
+  d.dtype = SPLAT_BF16;
+  d.tile_k = 64;
+  CHECK(!splat__tile_rows_try(&d, "sm_90a"));
+  d.tile_k = 128;
+  /* A setting that asks for another kernel keeps 128 rows; the defaults' own values do not. */
+  const char *envs[][3] = {{"SPLAT_ATTN_WS", "0", "1"},        {"SPLAT_ATTN_WARPGROUPS", "2", ""},
+                           {"SPLAT_ATTN_WARPGROUPS", "1", ""}, {"SPLAT_ATTN_KT", "64", "128"},
+                           {"SPLAT_ATTN_TMA", "0", "1"},       {"SPLAT_ATTN_SPLIT", "32", "0"}};
+  for (int i = 0; i < 6; i++) {
+    setenv(envs[i][0], envs[i][1], 1);
+    CHECKF(!splat__tile_rows_try(&d, "sm_90a"), "%s=%s", envs[i][0], envs[i][1]);
+    setenv(envs[i][0], envs[i][2], 1);
+    CHECKF(splat__tile_rows_try(&d, "sm_90a"), "%s=%s", envs[i][0], envs[i][2]);
+    unsetenv(envs[i][0]);
+  }
+  /* The choice, on the two tile plans of real patterns: windows, causal windows, dilated
+   * windows and blocks 192 divides take 192 rows where 32 heads' items fill 4 rounds of 132
+   * SMs; BigBird (its warpgroups compute 1.2x the sub-tiles), blocked(512) (192-row tiles
+   * straddle its blocks, which 128-row tiles cover whole) and strided(64) at 4096 (phase
+   * classes of 64 rows) keep 128. */
+  static const struct {
+    const char *spec;
+    int64_t seq, bh;
+    int want;
+  } cases[] = {{"window(256)", 16384, 32, 1},
+               {"window(256)", 4096, 32, 1},
+               {"window(256)", 4096, 16, 0},  /* 352 items: 2.7 rounds */
+               {"window(128)", 16384, 32, 1}, /* computes 1.34x the elements, not the sub-tiles */
+               {"causal & window(512,0)", 16384, 32, 1},
+               {"dilated(256,2)", 16384, 32, 1},
+               {"window(95)", 65536, 16, 1},
+               {"blocked(384)", 4096, 32, 1},
+               {"blocked(512)", 16384, 32, 0},
+               {"bigbird(64,1,2,3,0)", 16384, 32, 0},
+               {"strided(64)", 4096, 32, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    splat_pattern *pat = NULL;
+    splat__acsr a;
+    splat__tile_plan t128, t192;
+    CHECK(splat_pattern_parse(cases[i].spec, cases[i].seq, cases[i].seq, &pat) == SPLAT_OK);
+    CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&a, 128, 128, &t128) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&a, 192, 128, &t192) == SPLAT_OK);
+    splat__tile_rows_case c = {&t128,
+                               &t192,
+                               splat__tile_rows_work(&a, &t128),
+                               splat__tile_rows_work(&a, &t192),
+                               1,
+                               0,
+                               cases[i].bh,
+                               132};
+    CHECKF(splat__tile_rows_prefer_192(&c) == cases[i].want, "%s at %lld, batch x heads %lld",
+           cases[i].spec, (long long)cases[i].seq, (long long)cases[i].bh);
+    if (cases[i].want) {
+      c.served = 0; /* the producer would need the gather: two warpgroups over 192 rows */
+      CHECK(!splat__tile_rows_prefer_192(&c));
+      c.served = 1, c.two_pass = 1; /* passes take two warpgroups */
+      CHECK(!splat__tile_rows_prefer_192(&c));
+      c.two_pass = 0, c.work192 = c.work128 * 21 / 20 + 1; /* over 5% more sub-tiles */
+      CHECK(!splat__tile_rows_prefer_192(&c));
+    }
+    splat__tile_plan_free(&t128);
+    splat__tile_plan_free(&t192);
+    splat__acsr_free(&a);
+    splat_pattern_destroy(pat);
+  }
+  /* The warpgroups' sub-tiles, by hand: window(64) at 256, 128-row tiles. Tile 0's run
+   * has key tiles 0-127 and 128-255: rows 0-63 (keys 0-127) need the first, rows 64-127
+   * (keys 0-191) both. Tile 1's starts at key 64 (64-191, 192-319): rows 128-191 (keys
+   * 64-255) and rows 192-255 (keys 128-255) need both. */
+  splat_pattern *pat = NULL;
+  splat__acsr a;
+  splat__tile_plan t;
+  CHECK(splat_pattern_parse("window(64)", 256, 256, &pat) == SPLAT_OK);
+  CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
+  CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+  CHECKF(t.ntiles == 2 && t.runs[1].base == 64 && splat__tile_rows_work(&a, &t) == 1 + 2 + 2 + 2,
+         "%lld", (long long)splat__tile_rows_work(&a, &t));
+  splat__tile_plan_free(&t);
+  splat__acsr_free(&a);
+  splat_pattern_destroy(pat);
+}
+
 /* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */
 static void free_plans(splat_pattern *p, splat__acsr *a, splat__tile_plan *t, int np,
                        splat__tile_plan pass[2], splat__acsr part[2]) {
@@ -1471,15 +1572,18 @@ static void test_attn_epilogues(void) {
         sp[SPLAT__KOP_SDDMM].write_lanes == 2);
   /* 192-row tiles (dilated(64,2)'s phase classes of 2048 rows fill them): three consumer
    * warpgroups without the gather where the caller says TMA serves every sub-tile
-   * (tma_all), two with it where not; none without the opt-in, which allows the tiles. */
+   * (tma_all), two with it where not, or where SPLAT_ATTN_WARPGROUPS asks for two. */
   splat_report r192;
   CHECK(splat_analyze(pat, 192, 0, 0, &r192) == SPLAT_OK && r192.tile_rows_max == 192);
   CHECK(splat__kspec_for_plan(sp, &r192, SPLAT_BF16, 64, 0, "sm_90a", 1) == SPLAT_OK);
-  CHECK(!a->tile);
+  CHECK(a->wgmma == SPLAT__WGMMA_WS && a->warps == 12 && !a->gather);
+  CHECK(splat__kspec_for_plan(sp, &r192, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
+  CHECK(a->wgmma == SPLAT__WGMMA_WS && a->warps == 8 && a->gather);
   setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
   CHECK(splat__kspec_for_plan(sp, &r192, SPLAT_BF16, 64, 0, "sm_90a", 1) == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->warps == 12 && !a->gather);
-  CHECK(splat__kspec_for_plan(sp, &r192, SPLAT_BF16, 64, 0, "sm_90a", 0) == SPLAT_OK);
+  setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
+  CHECK(splat__kspec_for_plan(sp, &r192, SPLAT_BF16, 64, 0, "sm_90a", 1) == SPLAT_OK);
   CHECK(a->wgmma == SPLAT__WGMMA_WS && a->warps == 8 && a->gather);
   unsetenv("SPLAT_ATTN_WARPGROUPS");
   CHECK(splat__kspec_for_plan(sp, &rep, SPLAT_BF16, 128, 0, "sm_90a", 0) == SPLAT_OK);
@@ -2312,6 +2416,7 @@ int main(void) {
   test_tma_views();
   test_tma_view_keys();
   test_tma_serves_plan();
+  test_tile_rows();
   test_tma_q_view();
   test_ws_tables();
   test_tile_split();

@@ -96,7 +96,9 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   plan->ctx = ctx;
   plan->desc = *desc;
   if (!plan->desc.heads_kv) plan->desc.heads_kv = desc->heads;
-  /* 192-row tiles only where SPLAT_ATTN_WARPGROUPS=3 asks for them (kgen.h). */
+  /* Query tiles left to splat: 128 rows (192 where SPLAT_ATTN_WARPGROUPS=3 asks for them,
+   * kgen.h), which a CUDA plan may trade for 192 after the analysis (tile_rows.h). */
+  const int rows_left = !desc->tile_q && ctx->backend == SPLAT_BACKEND_CUDA;
   if (!plan->desc.tile_q)
     plan->desc.tile_q = ctx->backend == SPLAT_BACKEND_CUDA
                             ? splat__kspec_default_tile_q(desc->dtype, desc->head_dim)
@@ -112,7 +114,8 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
     return splat__capture(ctx->error, st);
   }
   if (ctx->backend == SPLAT_BACKEND_CUDA) { /* device metadata and kernels */
-    st = splat__cuda_plan_create(plan, &plan->cuda);
+    if (rows_left && plan->desc.tile_q == DEFAULT_TILE) st = splat__cuda_plan_tile_rows(plan);
+    if (st == SPLAT_OK) st = splat__cuda_plan_create(plan, &plan->cuda);
     if (st != SPLAT_OK) {
       splat_plan_destroy(plan);
       return splat__capture(ctx->error, st);

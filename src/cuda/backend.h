@@ -15,6 +15,12 @@ typedef struct splat__cuda_plan splat__cuda_plan;
 splat_status splat__cuda_context_open(int device, splat__cuda_context **out);
 void splat__cuda_context_close(splat__cuda_context *c);
 
+/* The query tile of a plan of a CUDA context whose description left it to splat, analysed
+ * at 128 rows: where tile_rows.h prefers 192-row tiles (three consumer warpgroups of the
+ * sm_90a warp-specialised attention kernel), builds them and takes them in place of the
+ * 128-row ones (plan->tiles, plan->report, plan->desc.tile_q; plan_ms counts both). */
+splat_status splat__cuda_plan_tile_rows(splat_plan *plan);
+
 /* The device side of a plan of a CUDA context (plan->ctx->cuda): uploads the ACSR and
  * tile plan, generates, compiles and loads the kernels. Never called for CPU plans. */
 splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out);

@@ -84,11 +84,11 @@ void splat__kspec_init(splat__kspec *s, splat__kop op, splat_dtype dt, splat_dty
    * attention's for one pass without split tiles: splat__kspec_attn_epilogues,
    * splat__kspec_for_pass). A CTA takes 64 rows (4 warps) of a query tile when tile_q
    * allows, so 2-4 CTAs share an SM and hide each other's latency (sub-tiles and stages:
-   * portable_sub_tiles); 192-row tiles, only under the opt-in of SPLAT_ATTN_WARPGROUPS=3
-   * (splat__kspec_default_tile_q), as three row blocks of 64 (or one for the three consumer
-   * warpgroups of the warp-specialised attention kernel). */
+   * portable_sub_tiles); 192-row tiles at the shapes that take them (splat__kspec_rows192),
+   * as three row blocks of 64 (or one for the three consumer warpgroups of the
+   * warp-specialised attention kernel). */
   const int tile_op = op != SPLAT__KOP_SOFTMAX;
-  const int rows192 = tile_q == 192 && splat__kspec_default_tile_q(dt, head_dim) == 192;
+  const int rows192 = tile_q == 192 && splat__kspec_rows192(dt, head_dim);
   if (tile_op && head_dim % 8 == 0 && tile_q % 16 == 0 && tile_q >= 16 &&
       (tile_q <= 128 || rows192) && tile_k % 16 == 0) {
     s->tile = 1;
@@ -368,12 +368,13 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
                      wg);
 }
 
+int splat__kspec_rows192(splat_dtype dt, int64_t head_dim) {
+  return dt != SPLAT_F32 && head_dim >= 32 && head_dim <= 64 && head_dim % 8 == 0;
+}
+
 int splat__kspec_default_tile_q(splat_dtype dt, int64_t head_dim) {
   const char *wg = getenv("SPLAT_ATTN_WARPGROUPS");
-  return wg && !strcmp(wg, "3") && dt != SPLAT_F32 && head_dim >= 32 && head_dim <= 64 &&
-                 head_dim % 8 == 0
-             ? 192
-             : 128;
+  return wg && !strcmp(wg, "3") && splat__kspec_rows192(dt, head_dim) ? 192 : 128;
 }
 
 splat_status splat__kspec_env_persistent(int *on) {

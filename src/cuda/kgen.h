@@ -160,8 +160,8 @@ splat_status splat__kspec_env_sddmm(splat__kspec *specs, int smem_optin);
 void splat__kspec_write_lanes(splat__kspec *specs, int rows_permuted);
 
 /* The sm_90a attention kernel from the environment: SPLAT_ATTN_WS (1 or unset: kind
- * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC), SPLAT_ATTN_WARPGROUPS (1 or 2; unset: 0, the
- * kernel's default) and SPLAT_ATTN_KT (64 or 128; unset: 0, the default); any other value
+ * SPLAT__WGMMA_WS; 0: SPLAT__WGMMA_SYNC), SPLAT_ATTN_WARPGROUPS (1, 2 or 3; unset: 0,
+ * the kernel's default) and SPLAT_ATTN_KT (64 or 128; unset: 0, the default); any other value
  * is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
 splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt);
 
@@ -197,9 +197,14 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
 splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch, int tma_all);
 
-/* A plan's query tile rows when its description leaves them to splat (tile_q 0): 192 under
- * SPLAT_ATTN_WARPGROUPS=3 for 16-bit head_dim 32 .. 64 (the three consumer warpgroups'
- * tiles, an opt-in until a rule chooses them: bench/NOTES.md v58), else 128. */
+/* Whether query tiles of 192 rows take tile kernels at dtype dt and head_dim: 16-bit, head_dim
+ * 32 .. 64 in steps of 8 (the three consumer warpgroups' shape, bench/NOTES.md v58; other
+ * kernels take them as row blocks of 64). Elsewhere 192-row tiles run the row kernels. */
+int splat__kspec_rows192(splat_dtype dt, int64_t head_dim);
+
+/* A plan's query tile rows when its description leaves them to splat (tile_q 0), before the
+ * analysis: 192 where SPLAT_ATTN_WARPGROUPS=3 asks for them and splat__kspec_rows192 allows,
+ * else 128 (which a CUDA plan may still trade for 192 after it: tile_rows.h). */
 int splat__kspec_default_tile_q(splat_dtype dt, int64_t head_dim);
 
 /* The attention tile kernel's epilogue (splat__kspec.epi): PASS1 when the plan runs two

@@ -1,0 +1,91 @@
+/* tile_rows.c — whether a CUDA plan trades its 128-row query tiles for 192-row ones
+ * (tile_rows.h), and the warpgroups' work that decides it. Three consumer warpgroups on
+ * 192-row tiles give each K / V sub-tile a third 64-row chain of wgmma and online softmax.
+ * H100, head_dim 64, the default's time over 192 rows' (bench/NOTES.md v59):
+ *   - windows, causal and dilated windows, blocked(384), causal, fixed(256,32): 1.05-1.17x
+ *     at 16384, 1.02-1.08x at 4096 (batch 2, 16 heads: 704 items, 5.3 rounds of 132 SMs).
+ *     Their warpgroups compute the same sub-tiles at either tile (a warpgroup skips the
+ *     predicated sub-tiles its 64 rows do not touch), even where the plan computes 1.2-1.34x
+ *     the elements (window(128)).
+ *   - BigBird 0.95x: its warpgroups compute 1.21-1.27x the sub-tiles (random blocks that
+ *     one of three row blocks needs); longformer(256,64) 1.00-1.04x at 1.07x the sub-tiles.
+ *   - blocked(512) 0.94x at 4096, 1.02x at 16384: its 128-row tiles are all full, the
+ *     192-row tiles that straddle its blocks predicated (the same sub-tiles computed).
+ * So: at most 5% more sub-tiles, no predicated tiles where 128 rows have none, and at least
+ * 4 rounds of items (fewer leave more of the last round empty with fewer, longer items). */
+#include "cuda/tile_rows.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../kernels/seg_interval.cuh"
+#include "cuda/kgen.h"
+
+/* 1 when environment variable name is unset or empty, or set to want. */
+static int env_is(const char *name, const char *want) {
+  const char *v = getenv(name);
+  return !v || !*v || (want && !strcmp(v, want));
+}
+
+int splat__tile_rows_try(const splat_plan_desc *d, const char *arch) {
+  return d->ops == SPLAT_OPS_ATTENTION && d->tile_k % 128 == 0 && arch && !strcmp(arch, "sm_90a") &&
+         splat__kspec_rows192(d->dtype, d->head_dim) && env_is("SPLAT_ATTN_WS", "1") &&
+         env_is("SPLAT_ATTN_WARPGROUPS", NULL) && env_is("SPLAT_ATTN_KT", "128") &&
+         env_is("SPLAT_ATTN_TMA", "1") && env_is("SPLAT_ATTN_SPLIT", "0");
+}
+
+int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
+  const splat__tile_plan *a = c->t128, *b = c->t192;
+  int32_t rows = 0; /* the most rows of one 192-row tile */
+  for (int64_t q = 0; q < b->ntiles; q++)
+    rows = b->tiles[q].nrows > rows ? b->tiles[q].nrows : rows;
+  if (!c->served || c->two_pass || rows <= 128) return 0;
+  if ((double)c->work192 > SPLAT__TILE_ROWS_MAX_WORK * (double)c->work128) return 0;
+  if (a->predicated_tiles == 0 && b->predicated_tiles > 0) return 0;
+  return (double)c->bh * (double)b->ntiles >=
+         (double)SPLAT__TILE_ROWS_MIN_ROUNDS * (double)c->sm_count;
+}
+
+int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t) {
+  int64_t work = 0;
+  for (int64_t q = 0; q < t->ntiles; q++) {
+    const splat__query_tile *qt = &t->tiles[q];
+    const splat__key_run *runs = t->runs + qt->run_begin;
+    for (int32_t rb = 0; rb < qt->nrows; rb += 64) {
+      const int64_t p0 = qt->row_begin + rb;
+      const int64_t p1 = p0 + (qt->nrows - rb < 64 ? qt->nrows - rb : 64);
+      splat__key_group hull_of = {0, 0, 0}; /* the group of lo..hi (stride 0: none yet) */
+      int32_t lo = INT32_MAX, hi = INT32_MIN;
+      for (int32_t i = 0; i < qt->nruns; i++) {
+        const splat__key_run *r = &runs[i];
+        if (!r->predicate) {
+          work += r->ntiles;
+          continue;
+        }
+        const splat__key_group g = r->group;
+        if (g.phase != hull_of.phase || g.stride != hull_of.stride || g.width != hull_of.width) {
+          hull_of = g; /* the hull of the block's intervals in the run's group */
+          lo = INT32_MAX, hi = INT32_MIN;
+          for (int64_t p = p0; p < p1; p++) {
+            const int64_t row = t->permuted ? t->perm[p] : p;
+            for (int64_t s = a->row_seg[row]; s < a->row_seg[row + 1]; s++) {
+              const splat__segment e = a->segs[s];
+              int32_t l, h;
+              if (splat_seg_ival(e.start, e.stride, e.count, e.width, g.phase, g.stride, g.width,
+                                 &l, &h)) {
+                lo = l < lo ? l : lo;
+                hi = h > hi ? h : hi;
+              }
+            }
+          }
+        }
+        if (lo > hi) continue;
+        const int64_t k0 = lo <= r->base ? 0 : ((int64_t)lo - r->base) / t->tile_k;
+        int64_t k1 = hi < r->base ? -1 : ((int64_t)hi - r->base) / t->tile_k;
+        if (k1 > r->ntiles - 1) k1 = r->ntiles - 1;
+        if (k1 >= k0) work += k1 - k0 + 1;
+      }
+    }
+  }
+  return work;
+}

@@ -1,0 +1,51 @@
+/* tile_rows.h — the query tile of a CUDA plan whose description leaves it to splat
+ * (splat_plan_desc.tile_q 0): the analysis tiles the pattern at 128 rows; where three
+ * consumer warpgroups of the sm_90a warp-specialised kernel would run its fused attention
+ * on tiles of 192 rows, and those tiles compute little more, the plan takes 192-row tiles
+ * instead (cuda_backend.c splat__cuda_plan_tile_rows; bench/NOTES.md v58, v59). Pure C. */
+#ifndef SPLAT_CUDA_TILE_ROWS_H
+#define SPLAT_CUDA_TILE_ROWS_H
+
+#include <stdint.h>
+
+#include "analysis/acsr.h"
+#include "analysis/tile_plan.h"
+#include "splat.h"
+
+/* Whether a plan of description d on a device of arch is worth tiling again at 192 rows:
+ * fused attention only (ops SPLAT_OPS_ATTENTION: the unfused kernels take 192-row tiles as
+ * row blocks, no faster), sm_90a, splat__kspec_rows192's dtypes and head_dims, and the
+ * environment's defaults for the kernel (SPLAT_ATTN_WS, SPLAT_ATTN_WARPGROUPS and
+ * SPLAT_ATTN_KT unset, SPLAT_ATTN_TMA on, SPLAT_ATTN_SPLIT off: a setting of any asks for
+ * another kernel, and a bad value fails plan creation later with its own message). */
+int splat__tile_rows_try(const splat_plan_desc *d, const char *arch);
+
+/* What the choice between the two tile plans of one pattern weighs. */
+typedef struct splat__tile_rows_case {
+  const splat__tile_plan *t128, *t192; /* the 128-row and 192-row tile plans */
+  int64_t work128, work192;            /* their warpgroups' sub-tiles (splat__tile_rows_work) */
+  int served;   /* TMA views serve every key sub-tile of the 192-row plan (tma_views.h) */
+  int two_pass; /* its fused attention would run two passes (attn_passes.h) */
+  int64_t bh;   /* batch x heads: work items per query tile */
+  int sm_count; /* the device's SMs */
+} splat__tile_rows_case;
+
+/* The most sub-tiles the 192-row plan's warpgroups may compute per sub-tile of the 128-row
+ * plan's, and the fewest rounds of 192-row work items over the SMs (tile_rows.c says why). */
+#define SPLAT__TILE_ROWS_MAX_WORK 1.05
+#define SPLAT__TILE_ROWS_MIN_ROUNDS 4
+
+/* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
+ * warpgroups (served, one pass, tiles of more than 128 rows); its warpgroups compute at most
+ * SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; it does not predicate tiles where the
+ * 128-row plan has none (blocks of 128 rows that 192-row tiles straddle); and its work
+ * items fill at least SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs. */
+int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
+
+/* The consumer warpgroups' 128-key sub-tiles of plan t over pattern a: over its query
+ * tiles' 64-row blocks, every key tile of a full run, and the key tiles of a predicated run
+ * that meet the hull of the block's rows' intervals in its group (a warpgroup skips the
+ * others). Plans of 128-key tiles. */
+int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t);
+
+#endif
