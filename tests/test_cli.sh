@@ -100,6 +100,18 @@ check "codegen --source-only exits 0" $?
 contains "$tmp/out" "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128"; check "codegen source names the kernel (sm_90a: wgmma)" $?
 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bfloat16 --op sddmm --arch sm_80 --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_sddmm_tile_bf16_v_bf16_d64"; check "codegen source names the kernel (sm_80: mma.sync)" $?
+# The query tile a plan of the fused attention alone takes (docs/cuda.md, Query tiles):
+# 192 rows for window(256) at head_dim 64, 128 for blocked(512) there and for plans of
+# every op; SPLAT_ATTN_WARPGROUPS=2 keeps 128.
+"$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg1" && contains "$tmp/out" "query tiles of 192 rows"
+check "codegen: window(256)'s fused attention takes 192-row tiles" $?
+"$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: blocked(512) keeps 128-row tiles at head_dim 64" $?
+"$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --source-only >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: a plan of every op keeps 128-row tiles" $?
+SPLAT_ATTN_WARPGROUPS=2 "$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: SPLAT_ATTN_WARPGROUPS=2 keeps 128-row tiles" $?
 # SPLAT_ATTN_TRACE=1 specialises the warp-specialised attention kernel to write timestamps
 # (bench/item_trace.py); off by default; other values are refused with a sentence.
 env -u SPLAT_ATTN_TRACE "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1

@@ -1099,9 +1099,9 @@ static void test_tile_rows(void) {
   }
   /* The choice, on the two tile plans of real patterns: windows, causal windows, dilated
    * windows and blocks 192 divides take 192 rows where 32 heads' items fill 4 rounds of 132
-   * SMs; BigBird (its warpgroups compute 1.2x the sub-tiles), blocked(512) (192-row tiles
-   * straddle its blocks, which 128-row tiles cover whole) and strided(64) at 4096 (phase
-   * classes of 64 rows) keep 128. */
+   * SMs; BigBird (its warpgroups compute 1.2x the sub-tiles), blocked(512) at head_dim 64
+   * (192-row tiles straddle its blocks, which 128-row tiles cover whole) and strided(64) at
+   * 4096 (phase classes of 64 rows) keep 128. */
   static const struct {
     const char *spec;
     int64_t seq, bh;
@@ -1131,6 +1131,7 @@ static void test_tile_rows(void) {
                                splat__tile_rows_work(&a, &t192),
                                1,
                                0,
+                               64,
                                cases[i].bh,
                                132};
     CHECKF(splat__tile_rows_prefer_192(&c) == cases[i].want, "%s at %lld, batch x heads %lld",
@@ -1141,6 +1142,12 @@ static void test_tile_rows(void) {
       c.served = 1, c.two_pass = 1; /* passes take two warpgroups */
       CHECK(!splat__tile_rows_prefer_192(&c));
       c.two_pass = 0, c.work192 = c.work128 * 21 / 20 + 1; /* over 5% more sub-tiles */
+      CHECK(!splat__tile_rows_prefer_192(&c));
+    }
+    if (!strcmp(cases[i].spec, "blocked(512)")) { /* straddled blocks pay below head_dim 64 */
+      c.head_dim = 48;
+      CHECK(splat__tile_rows_prefer_192(&c));
+      c.head_dim = 56;
       CHECK(!splat__tile_rows_prefer_192(&c));
     }
     splat__tile_plan_free(&t128);
@@ -1163,6 +1170,43 @@ static void test_tile_rows(void) {
   splat__tile_plan_free(&t);
   splat__acsr_free(&a);
   splat_pattern_destroy(pat);
+  /* The whole choice (splat__tile_rows_choose) on window(256) at 16384: 192 rows for 32
+   * heads on 132 SMs, or with the SMs unknown; not for 1 head on 132 SMs, a plan of every
+   * op, or sm_80; strided(64) | window(64) (two passes) keeps 128. */
+  static const struct {
+    const char *spec;
+    int64_t heads;
+    unsigned ops;
+    const char *arch;
+    int sms, want;
+  } whole[] = {{"window(256)", 16, SPLAT_OPS_ATTENTION, "sm_90a", 132, 1},
+               {"window(256)", 1, SPLAT_OPS_ATTENTION, "sm_90a", 0, 1},
+               {"window(256)", 1, SPLAT_OPS_ATTENTION, "sm_90a", 132, 0},
+               {"window(256)", 16, SPLAT_OPS_ALL, "sm_90a", 132, 0},
+               {"window(256)", 16, SPLAT_OPS_ATTENTION, "sm_80", 132, 0},
+               {"strided(64) | window(64)", 16, SPLAT_OPS_ATTENTION, "sm_90a", 0, 0}};
+  for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+    splat_pattern *w = NULL;
+    splat__acsr wa;
+    splat__tile_plan t128, t192;
+    CHECK(splat_pattern_parse(whole[i].spec, 16384, 16384, &w) == SPLAT_OK);
+    CHECK(splat__acsr_build(w, 0, &wa) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&wa, 128, 128, &t128) == SPLAT_OK);
+    const splat_plan_desc d = {2, whole[i].heads, whole[i].heads, 64, SPLAT_BF16, 0, 128,
+                               8, whole[i].ops};
+    int take = -1;
+    CHECK(splat__tile_rows_choose(&wa, &t128, 16384, &d, whole[i].arch, whole[i].sms, &t192,
+                                  &take) == SPLAT_OK);
+    CHECKF(take == whole[i].want, "%s, heads %lld, ops %u, %s, %d SMs", whole[i].spec,
+           (long long)whole[i].heads, whole[i].ops, whole[i].arch, whole[i].sms);
+    if (take) {
+      CHECK(t192.tile_q == 192 && t192.ntiles == 86);
+      splat__tile_plan_free(&t192);
+    }
+    splat__tile_plan_free(&t128);
+    splat__acsr_free(&wa);
+    splat_pattern_destroy(w);
+  }
 }
 
 /* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */

@@ -17,6 +17,7 @@
 #include "cuda/kcompile.h"
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
+#include "cuda/tile_rows.h"
 #include "splat.h"
 
 static const char *usage_main =
@@ -703,8 +704,28 @@ static int cmd_codegen(int argc, char **argv) {
   splat_pattern *p = NULL;
   splat_status st = splat_pattern_parse(spec, seq, seq_k, &p);
   if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
+  /* The query tile a plan would take (tile_rows.h): for the fused attention alone
+   * (--op attention), 192 rows where the rule takes them with the device's SMs unknown. */
+  int tile_q = splat__kspec_default_tile_q((splat_dtype)dtype, head_dim), take = 0;
+  if (tile_q == 128 && only == SPLAT__KOP_ATTENTION) {
+    const splat_plan_desc d = {
+        1, 1, 1, head_dim, (splat_dtype)dtype, 0, 128, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
+    splat__acsr a;
+    splat__tile_plan t128, t192;
+    st = splat__acsr_build(p, SPLAT_MAX_SEGMENTS, &a);
+    if (st == SPLAT_OK) {
+      st = splat__tile_plan_build(&a, 128, 128, &t128);
+      if (st == SPLAT_OK) {
+        st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, 0, &t192, &take);
+        if (take) splat__tile_plan_free(&t192);
+        splat__tile_plan_free(&t128);
+      }
+      splat__acsr_free(&a);
+    }
+    if (take) tile_q = 192;
+  }
   splat_report rep;
-  st = splat_analyze(p, splat__kspec_default_tile_q((splat_dtype)dtype, head_dim), 0, 0, &rep);
+  if (st == SPLAT_OK) st = splat_analyze(p, tile_q, 0, 0, &rep);
   if (st != SPLAT_OK) {
     splat_pattern_destroy(p);
     return fail("splat_analyze", st, NULL);
@@ -712,9 +733,9 @@ static int cmd_codegen(int argc, char **argv) {
   /* The kernels depend on the plan's dtype, head_dim, K and tile shape, not on the mask
    * (the mask reaches them as metadata), and the attention's on whether it runs two
    * passes or split tiles. The device's shared-memory limit is unknown here: every tile
-   * kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). 192-row tiles
-   * (SPLAT_ATTN_WARPGROUPS=3) are shown with three consumer warpgroups, as for a plan whose
-   * every key sub-tile TMA serves (a plan checks its runs: tma_views.h). */
+   * kernel is shown (they fit the 99 KB of the smallest sm_80+ limit). 192-row tiles are
+   * shown with three consumer warpgroups: the rule checked that TMA serves the plan, and
+   * SPLAT_ATTN_WARPGROUPS=3 is taken as it (a plan checks its runs: tma_views.h). */
   splat__kspec specs[SPLAT__KOP_COUNT];
   st = splat__kspec_for_plan(specs, &rep, (splat_dtype)dtype, (int)head_dim, 0, arch,
                              rep.tile_q == 192);
@@ -756,6 +777,11 @@ static int cmd_codegen(int argc, char **argv) {
         two_pass ? "two passes"
         : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
                  : "one pass");
+  if (take)
+    printf(
+        "// query tiles of 192 rows: a plan of the fused attention alone takes them where "
+        "its batch x heads x query tiles fill 4 rounds of the SMs, else 128 "
+        "(docs/cuda.md, Query tiles)\n");
   /* Every selected program (an op's row kernel, its tile kernel when it has one, and an
    * attention tile kernel's second pass or merge kernel) is
    * compiled (or read from the caches) concurrently, as plan creation does; each one's time

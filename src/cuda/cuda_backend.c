@@ -562,41 +562,15 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
 
 splat_status splat__cuda_plan_tile_rows(splat_plan *plan) {
   const splat__cuda_device *dev = &plan->ctx->cuda->dev;
-  if (!splat__tile_rows_try(&plan->desc, dev->arch)) return SPLAT_OK;
   const double t0 = splat__now_ms();
   splat__tile_plan t192;
-  splat_status st = splat__tile_plan_build(&plan->acsr, 192, plan->desc.tile_k, &t192);
-  if (st != SPLAT_OK) return st;
-  splat__tile_rows_case c = {&plan->tiles, &t192, 0, 0, 0, 0, plan->desc.batch * plan->desc.heads,
-                             dev->sm_count};
-  c.served = splat__tma_serves_plan(&t192, plan->seq_k);
-  if (c.served) { /* the passes it would run (then freed) */
-    splat__tile_plan pass[2];
-    splat__acsr part[2];
-    splat__attn_pass_shape shape[2];
-    int npass = 0;
-    st = splat__attn_passes_plan(&plan->acsr, &t192, plan->desc.batch, plan->desc.heads,
-                                 (int)plan->desc.head_dim, plan->desc.dtype, pass, part, shape,
-                                 &npass);
-    for (int k = 0; k < npass; k++) {
-      splat__tile_plan_free(&pass[k]);
-      splat__pass_acsr_free(&part[k]);
-    }
-    c.two_pass = npass > 0;
-  }
-  if (st == SPLAT_OK && c.served && !c.two_pass) {
-    c.work128 = splat__tile_rows_work(&plan->acsr, &plan->tiles);
-    c.work192 = splat__tile_rows_work(&plan->acsr, &t192);
-  }
-  const int take = st == SPLAT_OK && splat__tile_rows_prefer_192(&c);
   splat_report r192;
-  if (take) st = splat__report_build(&plan->acsr, &t192, &r192);
+  int take = 0;
+  splat_status st = splat__tile_rows_choose(&plan->acsr, &plan->tiles, plan->seq_k, &plan->desc,
+                                            dev->arch, dev->sm_count, &t192, &take);
+  if (st == SPLAT_OK && take) st = splat__report_build(&plan->acsr, &t192, &r192);
   const double ms = splat__now_ms() - t0;
-  if (take && st == SPLAT_OK) {
-    splat__log(SPLAT__LOG_DEBUG,
-               "plan: 192-row query tiles (their warpgroups' sub-tiles: %.3fx the 128-row "
-               "tiles')",
-               (double)c.work192 / (double)c.work128);
+  if (st == SPLAT_OK && take) {
     r192.analysis_ms = plan->report.analysis_ms;
     r192.plan_ms = plan->report.plan_ms + ms;
     splat__tile_plan_free(&plan->tiles);
@@ -605,7 +579,7 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan) {
     plan->desc.tile_q = 192;
     return SPLAT_OK;
   }
-  splat__tile_plan_free(&t192);
+  if (take) splat__tile_plan_free(&t192);
   plan->report.plan_ms += ms;
   return st;
 }

@@ -2,7 +2,8 @@
  * (splat_plan_desc.tile_q 0): the analysis tiles the pattern at 128 rows; where three
  * consumer warpgroups of the sm_90a warp-specialised kernel would run its fused attention
  * on tiles of 192 rows, and those tiles compute little more, the plan takes 192-row tiles
- * instead (cuda_backend.c splat__cuda_plan_tile_rows; bench/NOTES.md v58, v59). Pure C. */
+ * instead (splat__tile_rows_choose, which cuda_backend.c splat__cuda_plan_tile_rows and
+ * `splat codegen` call; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59). Pure C. */
 #ifndef SPLAT_CUDA_TILE_ROWS_H
 #define SPLAT_CUDA_TILE_ROWS_H
 
@@ -26,8 +27,9 @@ typedef struct splat__tile_rows_case {
   int64_t work128, work192;            /* their warpgroups' sub-tiles (splat__tile_rows_work) */
   int served;   /* TMA views serve every key sub-tile of the 192-row plan (tma_views.h) */
   int two_pass; /* its fused attention would run two passes (attn_passes.h) */
+  int head_dim;
   int64_t bh;   /* batch x heads: work items per query tile */
-  int sm_count; /* the device's SMs */
+  int sm_count; /* the device's SMs (0: unknown, the rounds not counted) */
 } splat__tile_rows_case;
 
 /* The most sub-tiles the 192-row plan's warpgroups may compute per sub-tile of the 128-row
@@ -37,10 +39,21 @@ typedef struct splat__tile_rows_case {
 
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
  * warpgroups (served, one pass, tiles of more than 128 rows); its warpgroups compute at most
- * SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; it does not predicate tiles where the
- * 128-row plan has none (blocks of 128 rows that 192-row tiles straddle); and its work
- * items fill at least SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs. */
+ * SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; above head_dim 48, it does not predicate
+ * tiles where the 128-row plan has none (blocks of 128 rows that 192-row tiles straddle);
+ * and its work items fill at least SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (where
+ * sm_count is known). */
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
+
+/* The whole choice for a plan of description d (tile_q left to splat, the rest as plan
+ * creation fills it) on a device of arch with sm_count SMs (0: unknown), whose analysis gave
+ * ACSR a over seq_k keys and the 128-row tile plan t128: where splat__tile_rows_try and then
+ * splat__tile_rows_prefer_192 take 192-row tiles, *take = 1 and the 192-row tile plan in
+ * *t192 (the caller frees it); else *take = 0 and nothing is kept. Fails as
+ * splat__tile_plan_build and splat__attn_passes_plan (out of memory). */
+splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,
+                                     int64_t seq_k, const splat_plan_desc *d, const char *arch,
+                                     int sm_count, splat__tile_plan *t192, int *take);
 
 /* The consumer warpgroups' 128-key sub-tiles of plan t over pattern a: over its query
  * tiles' 64-row blocks, every key tile of a full run, and the key tiles of a predicated run
