@@ -914,6 +914,27 @@ static int ref_plan(int pi, size_t si, splat_pattern **pat, splat__acsr *a, spla
   return 1;
 }
 
+/* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */
+static void free_plans(splat_pattern *p, splat__acsr *a, splat__tile_plan *t, int np,
+                       splat__tile_plan pass[2], splat__acsr part[2]) {
+  for (int k = 0; np == 2 && k < 2; k++) {
+    splat__tile_plan_free(&pass[k]);
+    splat__pass_acsr_free(&part[k]);
+  }
+  splat__tile_plan_free(t);
+  splat__acsr_free(a);
+  splat_pattern_destroy(p);
+}
+
+/* The square pattern of spec at seq, its ACSR and its tile plan of tile_q x 128 into *pat,
+ * *a, *t (free_plans frees them). */
+static void square_plan(const char *spec, int64_t seq, int tile_q, splat_pattern **pat,
+                        splat__acsr *a, splat__tile_plan *t) {
+  CHECKF(splat_pattern_parse(spec, seq, seq, pat) == SPLAT_OK, "%s", spec);
+  CHECK(splat__acsr_build(*pat, 0, a) == SPLAT_OK);
+  CHECK(splat__tile_plan_build(a, tile_q, 128, t) == SPLAT_OK);
+}
+
 /* Checks sub-tile ls of a run of group (p, d, w) from gathered index base against the
  * gather's definition of its keys: when splat_tma_run_serves says the view's box serves
  * it, the box at third coordinate j0 + jstep ls holds in every row the gathered key
@@ -1051,14 +1072,10 @@ static void test_tma_serves_plan(void) {
     splat_pattern *pat = NULL;
     splat__acsr a;
     splat__tile_plan t;
-    CHECK(splat_pattern_parse(specs[i], seqs[i], seqs[i], &pat) == SPLAT_OK);
-    CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
-    CHECK(splat__tile_plan_build(&a, 192, 128, &t) == SPLAT_OK);
+    square_plan(specs[i], seqs[i], 192, &pat, &a, &t);
     CHECKF(splat__tma_serves_plan(&t, seqs[i]) == want[i], "%s at %lld", specs[i],
            (long long)seqs[i]);
-    splat__tile_plan_free(&t);
-    splat__acsr_free(&a);
-    splat_pattern_destroy(pat);
+    free_plans(pat, &a, &t, 0, NULL, NULL);
   }
 }
 
@@ -1121,9 +1138,7 @@ static void test_tile_rows(void) {
     splat_pattern *pat = NULL;
     splat__acsr a;
     splat__tile_plan t128, t192;
-    CHECK(splat_pattern_parse(cases[i].spec, cases[i].seq, cases[i].seq, &pat) == SPLAT_OK);
-    CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
-    CHECK(splat__tile_plan_build(&a, 128, 128, &t128) == SPLAT_OK);
+    square_plan(cases[i].spec, cases[i].seq, 128, &pat, &a, &t128);
     CHECK(splat__tile_plan_build(&a, 192, 128, &t192) == SPLAT_OK);
     splat__tile_rows_case c = {&t128,
                                &t192,
@@ -1150,10 +1165,8 @@ static void test_tile_rows(void) {
       c.head_dim = 56;
       CHECK(!splat__tile_rows_prefer_192(&c));
     }
-    splat__tile_plan_free(&t128);
     splat__tile_plan_free(&t192);
-    splat__acsr_free(&a);
-    splat_pattern_destroy(pat);
+    free_plans(pat, &a, &t128, 0, NULL, NULL);
   }
   /* The warpgroups' sub-tiles, by hand: window(64) at 256, 128-row tiles. Tile 0's run
    * has key tiles 0-127 and 128-255: rows 0-63 (keys 0-127) need the first, rows 64-127
@@ -1162,14 +1175,11 @@ static void test_tile_rows(void) {
   splat_pattern *pat = NULL;
   splat__acsr a;
   splat__tile_plan t;
-  CHECK(splat_pattern_parse("window(64)", 256, 256, &pat) == SPLAT_OK);
-  CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
-  CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+  square_plan("window(64)", 256, 128, &pat, &a, &t);
   CHECKF(t.ntiles == 2 && t.runs[1].base == 64 && splat__tile_rows_work(&a, &t) == 1 + 2 + 2 + 2,
          "%lld", (long long)splat__tile_rows_work(&a, &t));
-  splat__tile_plan_free(&t);
-  splat__acsr_free(&a);
-  splat_pattern_destroy(pat);
+  free_plans(pat, &a, &t, 0, NULL, NULL);
+
   /* The whole choice (splat__tile_rows_choose) on window(256) at 16384: 192 rows for 32
    * heads on 132 SMs, or with the SMs unknown; not for 1 head on 132 SMs, a plan of every
    * op, or sm_80; strided(64) | window(64) (two passes) keeps 128. */
@@ -1189,9 +1199,7 @@ static void test_tile_rows(void) {
     splat_pattern *w = NULL;
     splat__acsr wa;
     splat__tile_plan t128, t192;
-    CHECK(splat_pattern_parse(whole[i].spec, 16384, 16384, &w) == SPLAT_OK);
-    CHECK(splat__acsr_build(w, 0, &wa) == SPLAT_OK);
-    CHECK(splat__tile_plan_build(&wa, 128, 128, &t128) == SPLAT_OK);
+    square_plan(whole[i].spec, 16384, 128, &w, &wa, &t128);
     const splat_plan_desc d = {2, whole[i].heads, whole[i].heads, 64, SPLAT_BF16, 0, 128,
                                8, whole[i].ops};
     int take = -1;
@@ -1203,22 +1211,8 @@ static void test_tile_rows(void) {
       CHECK(t192.tile_q == 192 && t192.ntiles == 86);
       splat__tile_plan_free(&t192);
     }
-    splat__tile_plan_free(&t128);
-    splat__acsr_free(&wa);
-    splat_pattern_destroy(w);
+    free_plans(w, &wa, &t128, 0, NULL, NULL);
   }
-}
-
-/* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */
-static void free_plans(splat_pattern *p, splat__acsr *a, splat__tile_plan *t, int np,
-                       splat__tile_plan pass[2], splat__acsr part[2]) {
-  for (int k = 0; np == 2 && k < 2; k++) {
-    splat__tile_plan_free(&pass[k]);
-    splat__pass_acsr_free(&part[k]);
-  }
-  splat__tile_plan_free(t);
-  splat__acsr_free(a);
-  splat_pattern_destroy(p);
 }
 
 /* The row stride of a plan's query tiles for Q by TMA: 1 without a permutation or in row
@@ -1263,9 +1257,7 @@ static void test_tma_q_view(void) {
     splat__acsr part[2];
     splat__attn_pass_shape shape[2];
     int np = 0;
-    CHECK(splat_pattern_parse(cases[c].spec, cases[c].seq, cases[c].seq, &sp) == SPLAT_OK);
-    CHECK(splat__acsr_build(sp, 0, &a) == SPLAT_OK);
-    CHECK(splat__tile_plan_build(&a, 128, 128, &plan) == SPLAT_OK);
+    square_plan(cases[c].spec, cases[c].seq, 128, &sp, &a, &plan);
     CHECK(splat__attn_passes_plan(&a, &plan, 2, 16, 64, SPLAT_BF16, pass, part, shape, &np) ==
           SPLAT_OK);
     for (int k = 0; k < 3; k++) {
@@ -1481,9 +1473,7 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   splat__acsr a;
   splat__tile_plan t, pass[2];
   int np = -1;
-  CHECK(splat_pattern_parse(spec, 4096, 4096, &pat) == SPLAT_OK);
-  CHECK(splat__acsr_build(pat, 0, &a) == SPLAT_OK);
-  CHECK(splat__tile_plan_build(&a, 128, 128, &t) == SPLAT_OK);
+  square_plan(spec, 4096, 128, &pat, &a, &t);
   splat__attn_pass_shape shape[2];
   splat__acsr part[2];
   const splat_status st =
