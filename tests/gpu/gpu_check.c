@@ -13,8 +13,10 @@
  * strided [B,S,H,D] storage at 333x1000. The host reference runs on every core
  * (pthreads over rows); a warm-up creates one plan per (dtype, head_dim) in parallel so
  * the cold NVRTC compiles overlap, and the summary prints plan-creation times.
- * Usage: splat_gpu_check [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST]
- *                        [--dtype T]
+ * Outside --quick, plans of the fused attention alone at 4096 with batch 2 and 16 heads too,
+ * where a plan may take 192-row query tiles (attention_plans; --attention-plans: those only).
+ * Usage: splat_gpu_check [--quick | --attention-plans] [--device N] [--filter SUBSTR]
+ *                        [--timeout S] [--dims LIST] [--dtype T]
  * --quick: seven specs (window, dilated, longformer, bigbird, a band, causal, strided|window) at
  * 33, 40x70 and 700, head_dim 64, bf16 (the subset the sanitizers run). --dims: up to four
  * comma-separated head_dims run at every size instead of 64 and 128 everywhere and 40 and 36
@@ -499,8 +501,11 @@ static void attention_case(splat_plan *plan, const splat_tensor *tq, const splat
   if (!r->status_bad) reference(ck, ref_attention, r, rl);
 }
 
+/* Counts of the attention-only plans (run_case with ops SPLAT_OPS_ATTENTION) by query tile. */
+static int attn_plans, attn_plans_192;
+
 static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, const shape *c,
-                     int dim, splat_dtype dt) {
+                     int dim, splat_dtype dt, unsigned ops) {
   const int64_t B = c->B, H = c->H, HK = c->HK, sq = m->sq, sk = m->sk, D = dim;
   const char *spec = rp->spec;
   splat_pattern *pat = NULL;
@@ -511,7 +516,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     row(spec, c, sq, sk, dim, dt, "plan", &r0, splat_last_error(NULL));
     return;
   }
-  splat_plan_desc desc = {B, H, HK, D, dt, 0, 0, 0, SPLAT_OPS_ALL};
+  splat_plan_desc desc = {B, H, HK, D, dt, 0, 0, 0, ops};
   if (splat_plan_create(ctx, pat, &desc, &plan) != SPLAT_OK) {
     r0.status_bad = 1;
     row(spec, c, sq, sk, dim, dt, "plan", &r0, splat_last_error(ctx));
@@ -521,6 +526,11 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
   splat_pattern_destroy(pat);
   splat_report rep;
   splat_plan_report(plan, &rep);
+  char tiles[48] = "";
+  if (ops == SPLAT_OPS_ATTENTION) {
+    attn_plans++, attn_plans_192 += rep.tile_q == 192;
+    snprintf(tiles, sizeof tiles, "%dx%d tiles", rep.tile_q, rep.tile_k);
+  }
   if (rep.kernels_compiled == 0 && nplans_cached < (int)(sizeof plan_ms_cached / sizeof(double)))
     plan_ms_cached[nplans_cached++] = rep.kernels_ms;
   /* W: the largest row of the reference mask, from 128 on rounded up to 16 (docs/format.md) */
@@ -565,7 +575,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
   splat_tensor tl = splat_tensor_contiguous((void *)(uintptr_t)lse.d, SPLAT_F32, B, H, sq, 1);
 
   /* ---- sddmm */
-  {
+  if (ops & SPLAT_OPS_SDDMM) {
     result r = r0;
     poison(&vout), up(&vout);
     if (splat_sddmm(plan, &tq, &tk, (float)scale, &tout, NULL) != SPLAT_OK) r.status_bad = 1;
@@ -574,7 +584,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     row(spec, c, sq, sk, dim, dt, "sddmm", &r, r.status_bad ? splat_last_error(ctx) : "");
   }
   /* ---- softmax (scale 0.7) and its lse; value inputs in [-3, 3), padding NaN (never read) */
-  {
+  if (ops & SPLAT_OPS_SOFTMAX) {
     result r = r0, rl = r0;
     for (int64_t bh = 0; bh < B * H; bh++) {
       for (int64_t i = 0; i < sq; i++) {
@@ -599,7 +609,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
     if (!r.status_bad) row(spec, c, sq, sk, dim, dt, "lse", &rl, "");
   }
   /* ---- spmm: probabilities in [0, 1) */
-  {
+  if (ops & SPLAT_OPS_SPMM) {
     result r = r0;
     for (int64_t bh = 0; bh < B * H; bh++) {
       for (int64_t i = 0; i < sq; i++) {
@@ -621,7 +631,7 @@ static void run_case(splat_context *ctx, const ref_pattern *rp, const mask *m, c
   {
     result r = r0, rl = r0;
     attention_case(plan, &tq, &tk, &tv, scale, &to, &tl, &o, &lse, 0, &ck, &r, &rl);
-    row(spec, c, sq, sk, dim, dt, "attention", &r, r.status_bad ? splat_last_error(ctx) : "");
+    row(spec, c, sq, sk, dim, dt, "attention", &r, r.status_bad ? splat_last_error(ctx) : tiles);
     if (!r.status_bad) row(spec, c, sq, sk, dim, dt, "attn-lse", &rl, "");
   }
   /* ---- attention into an output one element past 16-byte alignment (with the strided
@@ -720,18 +730,58 @@ static void check_host_pointers(splat_context *ctx) {
   splat_pattern_destroy(p);
 }
 
+/* Plans of the fused attention alone at 4096 with batch 2 and 16 heads (over 16 KV heads,
+ * and over 4 in [B,S,H,D] storage): the shapes where a CUDA plan may take 192-row query
+ * tiles (docs/cuda.md, Query tiles: on an H100 all but the last three of these do at head_dim
+ * 64). 16-bit dtypes, head_dim 64 and 40 unless --dims names others. */
+static void attention_plans(splat_context *ctx, const char *filter, const int *dims, int ndims,
+                            const splat_dtype *dts, int ndts) {
+  static const char *specs[] = {"window(37)",
+                                "causal & window(512,0)",
+                                "dilated(3,2) | dilated(2,3)",
+                                "blocked(37)",
+                                "global(64)",
+                                "longformer(5,20)",
+                                "bigbird(10,0,3,0,1)",
+                                "longformer(256,64)",
+                                "bigbird(16,1,2,3,7)",
+                                "strided(64) | window(64)"};
+  const shape full = {2, 16, 16, 0}, gqa = {2, 16, 4, 1};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    const ref_pattern *rp = splat_ref_pattern_find(specs[i]);
+    if (filter && !strstr(specs[i], filter)) continue;
+    mask m;
+    if (!rp || !mask_build(rp, 4096, 4096, &m)) {
+      printf("%s: %s\n", specs[i], rp ? "out of host memory" : "not a reference pattern");
+      failed++;
+      if (rp) free(m.rowp), free(m.cols);
+      continue;
+    }
+    for (int ti = 0; ti < ndts; ti++) {
+      if (dts[ti] == SPLAT_F32) continue;
+      for (int di = 0; di < ndims; di++)
+        run_case(ctx, rp, &m, &full, dims[di], dts[ti], SPLAT_OPS_ATTENTION);
+    }
+    if (i < 2) run_case(ctx, rp, &m, &gqa, 64, SPLAT_BF16, SPLAT_OPS_ATTENTION);
+    free(m.rowp);
+    free(m.cols);
+  }
+}
+
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, device = 0, timeout = 900;
+  int quick = 0, device = 0, timeout = 900, attention_only = 0;
   const char *filter = NULL, *dtype = NULL;
   int dims_full[4] = {64, 128, 40, 36}, ndims_full = 4, dims_given = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick"))
       quick = 1;
+    else if (!strcmp(argv[i], "--attention-plans"))
+      attention_only = 1;
     else if (!strcmp(argv[i], "--device") && i + 1 < argc)
       device = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
@@ -757,8 +807,8 @@ int main(int argc, char **argv) {
       }
     } else {
       fprintf(stderr,
-              "usage: %s [--quick] [--device N] [--filter SUBSTR] [--timeout S] [--dims LIST] "
-              "[--dtype f32|f16|bf16]\n",
+              "usage: %s [--quick | --attention-plans] [--device N] [--filter SUBSTR] "
+              "[--timeout S] [--dims LIST] [--dtype f32|f16|bf16]\n",
               argv[0]);
       return 2;
     }
@@ -834,7 +884,7 @@ int main(int argc, char **argv) {
 
   printf("%-30s %-9s %-13s %4s %-5s %-9s %10s %10s %s\n", "spec", "seq", "shape", "dim", "dtype",
          "op", "max err", "bound", "result");
-  for (int pi = 0; pi < splat_ref_pattern_count; pi++) {
+  for (int pi = 0; pi < splat_ref_pattern_count && !attention_only; pi++) {
     const ref_pattern *rp = &splat_ref_patterns[pi];
     if (filter && !strstr(rp->spec, filter)) continue;
     if (quick) {
@@ -863,11 +913,12 @@ int main(int argc, char **argv) {
       const int big = m.nnz > 3000000;
       for (int di = 0; di < ndims && !big; di++) {
         if (!dims_given && di >= 2 && sq != 97) continue; /* odd head_dims at seq 97 */
-        for (int ti = 0; ti < ndts; ti++) run_case(ctx, rp, &m, &base, dims_full[di], dts[ti]);
+        for (int ti = 0; ti < ndts; ti++)
+          run_case(ctx, rp, &m, &base, dims_full[di], dts[ti], SPLAT_OPS_ALL);
       }
       /* Batch 2, heads 4 over 2 KV heads, strided [B,S,H,D] views: at 333x1000 (40x70). */
       if (!big && sq != sk && (quick || sq == 333)) {
-        for (int ti = 0; ti < ndts; ti++) run_case(ctx, rp, &m, &wide, 64, dts[ti]);
+        for (int ti = 0; ti < ndts; ti++) run_case(ctx, rp, &m, &wide, 64, dts[ti], SPLAT_OPS_ALL);
       }
       if (big)
         printf("%-30s %lldx%lld skipped: %lld mask elements (host reference too slow)\n", rp->spec,
@@ -876,9 +927,20 @@ int main(int argc, char **argv) {
       free(m.cols);
     }
   }
+  if (!quick) {
+    static const int plan_dims[2] = {64, 40};
+    attention_plans(ctx, filter, dims_given ? dims_full : plan_dims, dims_given ? ndims_full : 2,
+                    dts, ndts);
+    printf("attention-only plans: %d, %d of them with 192-row query tiles\n", attn_plans,
+           attn_plans_192);
+    if (gpu.cc_major == 9 && gpu.cc_minor == 0 && attn_plans >= 10 && attn_plans_192 == 0) {
+      printf("FAIL: no attention-only plan took 192-row query tiles on this sm_90 device\n");
+      failed++;
+    }
+  }
   /* Not in --quick: that subset runs under compute-sanitizer, which reports the refused
    * cuPointerGetAttribute query this check provokes as an API error. */
-  if (!quick) check_host_pointers(ctx);
+  if (!quick && !attention_only) check_host_pointers(ctx);
   splat_context_destroy(ctx);
   if (nplans_cached) {
     qsort(plan_ms_cached, (size_t)nplans_cached, sizeof plan_ms_cached[0], cmp_double);
