@@ -1102,6 +1102,8 @@ static void test_tile_rows(void) {
   d.dtype = SPLAT_BF16;
   d.tile_k = 64;
   CHECK(!splat__tile_rows_try(&d, "sm_90a"));
+  d.tile_k = 256; /* the warpgroups' work counts 128-key tiles */
+  CHECK(!splat__tile_rows_try(&d, "sm_90a"));
   d.tile_k = 128;
   /* A setting that asks for another kernel keeps 128 rows; the defaults' own values do not. */
   const char *envs[][3] = {{"SPLAT_ATTN_WS", "0", "1"},        {"SPLAT_ATTN_WARPGROUPS", "2", ""},
@@ -1132,6 +1134,9 @@ static void test_tile_rows(void) {
                {"window(95)", 65536, 16, 1},
                {"blocked(384)", 4096, 32, 1},
                {"blocked(512)", 16384, 32, 0},
+               {"blocked(512)", 16100, 32, 0},  /* a few predicated tiles at 128 rows: 0.4% */
+               {"fixed(256,32)", 16384, 32, 1}, /* 6% -> 16% predicated */
+               {"causal", 4096, 32, 1},         /* 6% -> 11% */
                {"bigbird(64,1,2,3,0)", 16384, 32, 0},
                {"strided(64)", 4096, 32, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1159,7 +1164,7 @@ static void test_tile_rows(void) {
       c.two_pass = 0, c.work192 = c.work128 * 21 / 20 + 1; /* over 5% more sub-tiles */
       CHECK(!splat__tile_rows_prefer_192(&c));
     }
-    if (!strcmp(cases[i].spec, "blocked(512)")) { /* straddled blocks pay below head_dim 64 */
+    if (!strncmp(cases[i].spec, "blocked(512)", 12)) { /* straddled blocks pay below 64 */
       c.head_dim = 48;
       CHECK(splat__tile_rows_prefer_192(&c));
       c.head_dim = 56;

@@ -564,14 +564,19 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan) {
   const splat__cuda_device *dev = &plan->ctx->cuda->dev;
   const double t0 = splat__now_ms();
   splat__tile_plan t192;
-  splat_report r192;
   int take = 0;
   splat_status st = splat__tile_rows_choose(&plan->acsr, &plan->tiles, plan->seq_k, &plan->desc,
                                             dev->arch, dev->sm_count, &t192, &take);
-  if (st == SPLAT_OK && take) st = splat__report_build(&plan->acsr, &t192, &r192);
   const double ms = splat__now_ms() - t0;
-  if (st == SPLAT_OK && take) {
-    r192.analysis_ms = plan->report.analysis_ms;
+  splat_report r192 = plan->report; /* the fields the report does not build: the analysis's */
+  if (st == SPLAT_OK && take) st = splat__report_build(&plan->acsr, &t192, &r192);
+  /* Only where the kernel is the one the rule measured: three consumer warpgroups (not the
+   * fallbacks of splat__kspec_plan over the device's shared memory). */
+  splat__kspec specs[SPLAT__KOP_COUNT];
+  if (st == SPLAT_OK && take)
+    st = splat__kspec_for_plan(specs, &r192, plan->desc.dtype, (int)plan->desc.head_dim,
+                               dev->max_smem_per_block_optin, dev->arch, 1);
+  if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
     r192.plan_ms = plan->report.plan_ms + ms;
     splat__tile_plan_free(&plan->tiles);
     plan->tiles = t192;

@@ -15,10 +15,11 @@
 
 /* Whether a plan of description d on a device of arch is worth tiling again at 192 rows:
  * fused attention only (ops SPLAT_OPS_ATTENTION: the unfused kernels take 192-row tiles as
- * row blocks, no faster), sm_90a, splat__kspec_rows192's dtypes and head_dims, and the
- * environment's defaults for the kernel (SPLAT_ATTN_WS, SPLAT_ATTN_WARPGROUPS and
- * SPLAT_ATTN_KT unset, SPLAT_ATTN_TMA on, SPLAT_ATTN_SPLIT off: a setting of any asks for
- * another kernel, and a bad value fails plan creation later with its own message). */
+ * row blocks, no faster), key tiles of 128, sm_90a, splat__kspec_rows192's dtypes and
+ * head_dims, and the environment's defaults for the kernel (SPLAT_ATTN_WARPGROUPS unset;
+ * SPLAT_ATTN_WS, SPLAT_ATTN_KT, SPLAT_ATTN_TMA and SPLAT_ATTN_SPLIT unset or at their
+ * defaults 1, 128, 1 and 0: another value asks for another kernel, and a bad one fails plan
+ * creation later with its own message). */
 int splat__tile_rows_try(const splat_plan_desc *d, const char *arch);
 
 /* What the choice between the two tile plans of one pattern weighs. */
@@ -36,13 +37,18 @@ typedef struct splat__tile_rows_case {
  * plan's, and the fewest rounds of 192-row work items over the SMs (tile_rows.c says why). */
 #define SPLAT__TILE_ROWS_MAX_WORK 1.05
 #define SPLAT__TILE_ROWS_MIN_ROUNDS 4
+/* Above head_dim 48: a 128-row plan with at most this share of its key tiles predicated
+ * keeps 128 rows where the 192-row plan's share is more than SPLAT__TILE_ROWS_MORE_PREDICATED
+ * higher (blocks that 192-row tiles straddle). */
+#define SPLAT__TILE_ROWS_FULL 0.10
+#define SPLAT__TILE_ROWS_MORE_PREDICATED 0.15
 
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
  * warpgroups (served, one pass, tiles of more than 128 rows); its warpgroups compute at most
  * SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; above head_dim 48, it does not predicate
- * tiles where the 128-row plan has none (blocks of 128 rows that 192-row tiles straddle);
- * and its work items fill at least SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (where
- * sm_count is known). */
+ * much more of a plan the 128-row one runs nearly full (SPLAT__TILE_ROWS_FULL,
+ * SPLAT__TILE_ROWS_MORE_PREDICATED); and its work items fill at least
+ * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (where sm_count is known). */
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
 
 /* The whole choice for a plan of description d (tile_q left to splat, the rest as plan
