@@ -1205,6 +1205,7 @@ static void test_tile_rows(void) {
     splat__acsr wa;
     splat__tile_plan t128, t192;
     square_plan(whole[i].spec, 16384, 128, &w, &wa, &t128);
+    CHECK(splat__tile_plan_may_pass(&wa, &t128) == !strncmp(whole[i].spec, "strided", 7));
     const splat_plan_desc d = {2, whole[i].heads, whole[i].heads, 64, SPLAT_BF16, 0, 128,
                                8, whole[i].ops};
     int take = -1;

@@ -1048,16 +1048,21 @@ void splat__pass_acsr_free(splat__acsr *part) {
   part->segs = NULL;
 }
 
+int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *single) {
+  if (!a || !single || single->computed <= 2 * a->nnz) return 0;
+  const int64_t nsegs = a->row_seg[a->seq_q];
+  int64_t ncontig = 0;
+  for (int64_t s = 0; s < nsegs; s++) ncontig += a->segs[s].stride <= 1;
+  return ncontig > 0 && ncontig < nsegs;
+}
+
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
                                      splat__tile_plan out[2], splat__acsr part[2], int *npass) {
   *npass = 0;
   memset(out, 0, 2 * sizeof *out);
   memset(part, 0, 2 * sizeof *part);
-  if (!a || !single || single->computed <= 2 * a->nnz) return SPLAT_OK;
-  const int64_t seq_q = a->seq_q, nsegs = a->row_seg[seq_q];
-  int64_t ncontig = 0;
-  for (int64_t s = 0; s < nsegs; s++) ncontig += a->segs[s].stride <= 1;
-  if (ncontig == 0 || ncontig == nsegs) return SPLAT_OK;
+  if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
+  const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
    * (pass_row: counted, then filled). */
   part[0] = part[1] = *a;

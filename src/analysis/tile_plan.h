@@ -86,6 +86,10 @@ void splat__tile_plan_free(splat__tile_plan *t);
  * else *npass = 0 and out and part hold nothing. */
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
                                      splat__tile_plan out[2], splat__acsr part[2], int *npass);
+/* Whether splat__tile_plan_passes tries two passes for a and single at all: single computes
+ * over twice the mask's entries and the mask has both contiguous and strided segments. Cheap
+ * (a pass over the segments); the passes themselves may still compute too much. */
+int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *single);
 /* Frees a pass's ACSR from splat__tile_plan_passes (its row_seg and segs). */
 void splat__pass_acsr_free(splat__acsr *part);
 

@@ -24,7 +24,6 @@
 
 #include "../../kernels/seg_interval.cuh"
 #include "core/log.h"
-#include "cuda/attn_passes.h"
 #include "cuda/kgen.h"
 #include "cuda/tma_views.h"
 
@@ -71,24 +70,12 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
   splat__tile_rows_case c = {t128,    t192, 0, 0, 0, 0, (int)d->head_dim, d->batch * d->heads,
                              sm_count};
   c.served = splat__tma_serves_plan(t192, seq_k);
-  if (c.served) { /* the passes it would run (then freed) */
-    splat__tile_plan pass[2];
-    splat__acsr part[2];
-    splat__attn_pass_shape shape[2];
-    int npass = 0;
-    st = splat__attn_passes_plan(a, t192, d->batch, d->heads, (int)d->head_dim, d->dtype, pass,
-                                 part, shape, &npass);
-    for (int k = 0; k < npass; k++) {
-      splat__tile_plan_free(&pass[k]);
-      splat__pass_acsr_free(&part[k]);
-    }
-    c.two_pass = npass > 0;
-  }
-  if (st == SPLAT_OK && c.served && !c.two_pass) {
+  c.two_pass = splat__tile_plan_may_pass(a, t192);
+  if (c.served && !c.two_pass) {
     c.work128 = splat__tile_rows_work(a, t128);
     c.work192 = splat__tile_rows_work(a, t192);
   }
-  *take = st == SPLAT_OK && splat__tile_rows_prefer_192(&c);
+  *take = splat__tile_rows_prefer_192(&c);
   if (*take) {
     splat__log(SPLAT__LOG_DEBUG,
                "plan: 192-row query tiles (their warpgroups' sub-tiles: %.3fx the 128-row "
@@ -97,7 +84,7 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
   } else {
     splat__tile_plan_free(t192);
   }
-  return st;
+  return SPLAT_OK;
 }
 
 int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t) {

@@ -27,7 +27,7 @@ typedef struct splat__tile_rows_case {
   const splat__tile_plan *t128, *t192; /* the 128-row and 192-row tile plans */
   int64_t work128, work192;            /* their warpgroups' sub-tiles (splat__tile_rows_work) */
   int served;   /* TMA views serve every key sub-tile of the 192-row plan (tma_views.h) */
-  int two_pass; /* its fused attention would run two passes (attn_passes.h) */
+  int two_pass; /* its fused attention may run two passes (splat__tile_plan_may_pass) */
   int head_dim;
   int64_t bh;   /* batch x heads: work items per query tile */
   int sm_count; /* the device's SMs (0: unknown, the rounds not counted) */
@@ -44,8 +44,8 @@ typedef struct splat__tile_rows_case {
 #define SPLAT__TILE_ROWS_MORE_PREDICATED 0.15
 
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
- * warpgroups (served, one pass, tiles of more than 128 rows); its warpgroups compute at most
- * SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; above head_dim 48, it does not predicate
+ * warpgroups (served, no two passes, tiles of more than 128 rows); its warpgroups compute at
+ * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; above head_dim 48, it does not predicate
  * much more of a plan the 128-row one runs nearly full (SPLAT__TILE_ROWS_FULL,
  * SPLAT__TILE_ROWS_MORE_PREDICATED); and its work items fill at least
  * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (where sm_count is known). */
@@ -56,7 +56,7 @@ int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
  * ACSR a over seq_k keys and the 128-row tile plan t128: where splat__tile_rows_try and then
  * splat__tile_rows_prefer_192 take 192-row tiles, *take = 1 and the 192-row tile plan in
  * *t192 (the caller frees it); else *take = 0 and nothing is kept. Fails as
- * splat__tile_plan_build and splat__attn_passes_plan (out of memory). */
+ * splat__tile_plan_build (out of memory). */
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,
                                      int64_t seq_k, const splat_plan_desc *d, const char *arch,
                                      int sm_count, splat__tile_plan *t192, int *take);
