@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench_fused.py — splat's fused attention forward against its peers on one GPU.
 
-For each case (pattern spec, seq, head_dim; heads 16, batch 2, batch 1 at 65536; with
---heads-kv H, grouped-query attention: K and V of H heads) it
+For each case (pattern spec, seq, head_dim; heads 16, batch 2, batch 1 at 65536 unless
+--batch; with --heads-kv H, grouped-query attention: K and V of H heads) it
 runs, in one process on the same inputs:
   splat    splat.torch.attention (the fused kernel; plan creation timed separately)
   flex     torch.compile(flex_attention) with a BlockMask built once by create_block_mask
@@ -594,8 +594,9 @@ def run_peer(ctx, case, peer: str, sets: list, reference) -> Optional[tuple]:
     return None
 
 
-def run_case(ctx, spec: str, seq: int, head_dim: int, dtype, peers: List[str], heads_kv: int = HEADS) -> dict:
-    batch = 1 if seq >= 65536 else 2
+def run_case(ctx, spec: str, seq: int, head_dim: int, dtype, peers: List[str], heads_kv: int = HEADS,
+             batch: int = 0) -> dict:
+    batch = batch or (1 if seq >= 65536 else 2)
     pattern = splat.Pattern(spec, seq)
     report = pattern.report()
     case = {"spec": spec, "seq": seq, "batch": batch, "heads": HEADS, "heads_kv": heads_kv,
@@ -854,6 +855,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     ap.add_argument("--heads-kv", type=int, default=HEADS,
                     help=f"heads of K and V (default {HEADS}: one each; fewer, dividing {HEADS}: grouped-query "
                     "attention, splat, FlexAttention and SDPA only)")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="batch of every case (default 0: the suite's, 2 below seq 65536, 1 there)")
     ap.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16",
                     help="input dtype (default bf16; fp32 runs splat's 3xTF32 mma.sync kernel)")
     ap.add_argument("--quick", action="store_true", help="seq 4096 only (head_dim 64 and 128)")
@@ -881,6 +884,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     unknown = [p for p in args.peers if p not in PEERS + EXTRA_PEERS]
     if unknown:
         ap.error(f"unknown peers {unknown}: choose from {PEERS + EXTRA_PEERS}")
+    if args.batch < 0:
+        ap.error(f"--batch {args.batch}: must be 1 or more (0: the suite's)")
     if args.heads_kv < 1 or HEADS % args.heads_kv:
         ap.error(f"--heads-kv {args.heads_kv}: must divide the {HEADS} heads")
     if "splat" in args.peers:  # the reference for the others' errors: run it first
@@ -989,7 +994,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 break
             print(f"\n== [{n}/{len(plan)}] {spec}  seq {seq}  d {d}", flush=True)
             t_case = time.perf_counter()
-            case = run_case(ctx, spec, seq, d, dtype, args.peers, args.heads_kv)
+            case = run_case(ctx, spec, seq, d, dtype, args.peers, args.heads_kv, args.batch)
             if comparator_of:
                 case["comparator_of"] = comparator_of
             if same:
