@@ -1116,6 +1116,10 @@ static void test_tile_rows(void) {
     CHECKF(splat__tile_rows_try(&d, "sm_90a"), "%s=%s", envs[i][0], envs[i][2]);
     unsetenv(envs[i][0]);
   }
+  setenv("SPLAT_ATTN_KT", "96", 1); /* a bad value: no (plan creation then fails on it) */
+  CHECK(!splat__tile_rows_try(&d, "sm_90a"));
+  unsetenv("SPLAT_ATTN_KT");
+  CHECK(splat__tile_rows_try(&d, "sm_90a"));
   /* The choice, on the two tile plans of real patterns: windows, causal windows, dilated
    * windows and blocks 192 divides take 192 rows where 32 heads' items fill 4 rounds of 132
    * SMs; BigBird (its warpgroups compute 1.2x the sub-tiles), blocked(512) at head_dim 64

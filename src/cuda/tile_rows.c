@@ -20,25 +20,24 @@
  * 1.02x, against 5.3 rounds (4096, batch 2) 1.03-1.05x). */
 #include "cuda/tile_rows.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "../../kernels/seg_interval.cuh"
 #include "core/log.h"
 #include "cuda/kgen.h"
+#include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
 
-/* 1 when environment variable name is unset or empty, or set to want. */
-static int env_is(const char *name, const char *want) {
-  const char *v = getenv(name);
-  return !v || !*v || (want && !strcmp(v, want));
-}
-
 int splat__tile_rows_try(const splat_plan_desc *d, const char *arch) {
-  return d->ops == SPLAT_OPS_ATTENTION && d->tile_k == 128 && arch && !strcmp(arch, "sm_90a") &&
-         splat__kspec_rows192(d->dtype, d->head_dim) && env_is("SPLAT_ATTN_WS", "1") &&
-         env_is("SPLAT_ATTN_WARPGROUPS", NULL) && env_is("SPLAT_ATTN_KT", "128") &&
-         env_is("SPLAT_ATTN_TMA", "1") && env_is("SPLAT_ATTN_SPLIT", "0");
+  if (d->ops != SPLAT_OPS_ATTENTION || d->tile_k != 128 || !arch || strcmp(arch, "sm_90a") ||
+      !splat__kspec_rows192(d->dtype, d->head_dim))
+    return 0;
+  /* The kernel options as their own parsers read them (a bad value: no, and plan creation
+   * fails later with the parser's sentence). */
+  int kind, warpgroups, kt, tma, split;
+  return splat__kspec_env_attn(&kind, &warpgroups, &kt) == SPLAT_OK && kind == SPLAT__WGMMA_WS &&
+         !warpgroups && kt != 64 && splat__tma_env(&tma) == SPLAT_OK && tma &&
+         splat__attn_split_env(&split) == SPLAT_OK && !split;
 }
 
 /* The share of plan t's key tiles that are predicated (0 without key tiles). */
