@@ -19,6 +19,7 @@
 
 #include "../kernels/tma_view.cuh"
 #include "analysis/acsr.h"
+#include "analysis/report.h"
 #include "analysis/tile_plan.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -1496,6 +1497,74 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   return st != SPLAT_OK ? -1 : np;
 }
 
+/* Pass 1 of strided(64) | window(64) at seq on 192-row tiles for description d on arch
+ * (132 SMs, 227 KB of shared memory unless smem_optin says otherwise), as plan creation
+ * decides it (splat__attn_pass1_rows): returns *take, and checks that a taken pass 1 has
+ * 192-row tiles, three consumer warpgroups and the same rows, and an untaken one is the
+ * 128-row plan it was. */
+static int pass1_rows_for(int64_t seq, const splat_plan_desc *d, const char *arch, int smem_optin) {
+  splat_pattern *pat = NULL;
+  splat__acsr a;
+  splat__tile_plan t, pass[2];
+  splat__acsr part[2];
+  splat__attn_pass_shape shape[2];
+  int np = 0, take = -1;
+  square_plan("strided(64) | window(64)", seq, 128, &pat, &a, &t);
+  splat_report rep;
+  CHECK(splat__report_build(&a, &t, &rep) == SPLAT_OK);
+  CHECK(splat__attn_passes_plan(&a, &t, d->batch, d->heads, (int)d->head_dim, d->dtype, pass, part,
+                                shape, &np) == SPLAT_OK &&
+        np == 2);
+  const int64_t rows0 = pass[0].regular_rows, ntiles0 = pass[0].ntiles;
+  CHECK(shape[0].tile_q == 128 && !shape[0].wg3 && shape[1].tile_q == 128);
+  CHECK(splat__attn_pass1_rows(part, pass, shape, &rep, seq, d, arch, 132, smem_optin, &take) ==
+        SPLAT_OK);
+  splat__kspec ps[2];
+  int kernels = 0;
+  CHECK(splat__attn_pass_specs(ps, shape, &rep, d->dtype, (int)d->head_dim, smem_optin, arch,
+                               &kernels) == SPLAT_OK);
+  if (take) {
+    CHECKF(pass[0].tile_q == 192 && shape[0].tile_q == 192 && shape[0].wg3 &&
+               shape[0].tile_rows == 192 && pass[0].regular_rows == rows0 &&
+               pass[0].ntiles < ntiles0 && kernels && ps[0].warps == 12 && !ps[0].gather &&
+               ps[0].epi == SPLAT_EPI_PASS1 && ps[1].warps <= 8 && shape[1].tile_q == 128,
+           "pass 1: tile %d rows %d warps %d", pass[0].tile_q, shape[0].tile_rows, ps[0].warps);
+  } else {
+    CHECK(pass[0].tile_q == 128 && pass[0].ntiles == ntiles0 && shape[0].tile_q == 128 &&
+          !shape[0].wg3 && (!kernels || ps[0].warps != 12));
+  }
+  free_plans(pat, &a, &t, np, pass, part);
+  return take;
+}
+
+/* The choice of pass 1's query tile: 192 rows for the window pass of strided | window in
+ * bf16 at head_dim 32 .. 64 on sm_90a where its items fill 4 rounds of 132 SMs, with any
+ * ops (the pass plans serve the fused attention alone); 128 for f16 (pass 1's epilogue
+ * spills at three warpgroups), other head_dims and archs, too few items, shared memory
+ * that does not take three warpgroups, and a SPLAT_ATTN_WARPGROUPS setting. */
+static void test_attn_pass1_rows(void) {
+  splat_plan_desc d = {2, 16, 16, 64, SPLAT_BF16, 128, 128, 8, SPLAT_OPS_ALL};
+  CHECK(pass1_rows_for(16384, &d, "sm_90a", 232448) == 1);
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 1); /* 22 x 32 items: 5.3 rounds */
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 0) == 1);
+  d.head_dim = 32;
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 1);
+  d.head_dim = 128;
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  d.head_dim = 64;
+  CHECK(pass1_rows_for(4096, &d, "sm_80", 232448) == 0);
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 101376) == 0);
+  d.dtype = SPLAT_F16;
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  d.dtype = SPLAT_BF16;
+  d.batch = 1; /* 22 x 16 items: 2.7 rounds */
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  d.batch = 2;
+  setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
+  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  unsetenv("SPLAT_ATTN_WARPGROUPS");
+}
+
 /* The two passes' kernel specs of `spec` at seq (square) in bf16 for head_dim, arch and
  * smem_optin, into ps[0..1] with the passes' shapes in sh[0..1], as `splat codegen` makes
  * them. Returns 1 when the pattern takes two passes and both have a tile kernel. */
@@ -1506,7 +1575,7 @@ static int pass_specs_for(const char *spec, int64_t seq, int head_dim, const cha
   int two = 0, split = 0, kernels = 0;
   CHECK(splat_pattern_parse(spec, seq, seq, &p) == SPLAT_OK &&
         splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
-  CHECK(splat__attn_passes_of_pattern(p, r.tile_q, r.tile_k, head_dim, SPLAT_BF16, &two, sh,
+  CHECK(splat__attn_passes_of_pattern(p, r.tile_q, r.tile_k, head_dim, SPLAT_BF16, arch, &two, sh,
                                       &split) == SPLAT_OK);
   if (two)
     CHECK(splat__attn_pass_specs(ps, sh, &r, SPLAT_BF16, head_dim, smem_optin, arch, &kernels) ==
@@ -1655,7 +1724,7 @@ static void test_attn_epilogues(void) {
   const char *specs[] = {"strided(64) | window(64)", "window(256)"};
   for (int i = 0; i < 2; i++) {
     CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, NULL, &two, shape, &split) ==
           SPLAT_OK);
     CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
     /* strided(64) | window(64): the window's pass first, in 128-row tiles, split around
@@ -1715,14 +1784,18 @@ static void test_attn_epilogues(void) {
       CHECKF(ps[0].warps == 8 && ps[1].warps == 4 && ps[1].stages == 2 &&
                  splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
              "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
-      /* At head_dim 32 both passes run the warp-specialised kernel (as 64 columns). */
+      /* At head_dim 32 both passes run the warp-specialised kernel (as 64 columns); on
+       * sm_90a, as `splat codegen` shows it (the SMs unknown), pass 1 takes 192-row tiles
+       * and three consumer warpgroups (splat__attn_pass1_rows). */
       CHECK(pass_specs_for("strided(64) | window(64)", 4096, 32, "sm_90a", 0, ps, sh));
       CHECK(splat__kspec_programs(&ps[0], &ps[1], prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
       splat__kspec_program(&prog[2], n2, sizeof n2);
-      CHECKF(ps[0].wgmma == SPLAT__WGMMA_WS && ps[0].max_segs == 2 &&
-                 ps[1].wgmma == SPLAT__WGMMA_WS && ps[1].warps == 4 &&
-                 !strcmp(n1, "splat_attn_ws_bf16_d32_q128_k128_kt128_s4_seg2_pass1.cu") &&
+      CHECKF(ps[0].wgmma == SPLAT__WGMMA_WS && ps[0].max_segs == 2 && ps[0].warps == 12 &&
+                 !ps[0].gather && sh[0].tile_q == 192 && sh[0].wg3 && sh[0].tile_rows == 192 &&
+                 ps[1].wgmma == SPLAT__WGMMA_WS && ps[1].warps == 4 && sh[1].tile_q == 128 &&
+                 !sh[1].wg3 &&
+                 !strcmp(n1, "splat_attn_ws_bf16_d32_q192_k128_kt128_s4_seg2_pass1.cu") &&
                  !strcmp(n2, "splat_attn_ws_bf16_d32_q64_k64_kt64_s4_seg1_pass2.cu"),
              "d32 passes: %s %s", n1, n2);
       CHECK(pass_specs_for("strided(64) | window(64)", 16384, 64, "sm_90a", 0, ps, sh) &&
@@ -1751,11 +1824,11 @@ static void test_attn_epilogues(void) {
       CHECK(splat__kspec_tile_smem(&one) == splat__kspec_tile_smem(&p2_unstaged));
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, NULL, &two, shape, &split) ==
           SPLAT_OK);
     CHECKF(two == (i == 0) && split == (i == 1), "%s: two %d split %d", specs[i], two, split);
     setenv("SPLAT_ATTN_PASSES", "0", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, &two, shape, &split) ==
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, NULL, &two, shape, &split) ==
           SPLAT_OK);
     CHECK(two == 0 && split == 1);
     unsetenv("SPLAT_ATTN_SPLIT");
@@ -2455,6 +2528,7 @@ int main(void) {
   test_codegen();
   test_kernel_choice();
   test_attn_passes();
+  test_attn_pass1_rows();
   test_attn_epilogues();
   test_kernel_programs();
   test_tma_views();

@@ -251,8 +251,8 @@ int main(void) {
 
   /* Three consumer warpgroups on 192-row tiles (16-bit head_dim 32 .. 64, 128-key sub-tiles,
    * no gather: kgen.c splat__kspec_plan with warpgroups 3), one to three segments a row where
-   * the shared memory takes them, with the plain epilogue (split tiles and a two-pass plan's
-   * passes take two). The opt-in of SPLAT_ATTN_WARPGROUPS=3 allows the tiles. */
+   * the shared memory takes them, with the plain epilogue (split tiles take two), and pass 1
+   * of a two-pass plan in bf16. The opt-in of SPLAT_ATTN_WARPGROUPS=3 allows the tiles. */
   setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
   for (int t = 1; t < 3; t++) {
     const int d3[3] = {32, 48, 64};
@@ -262,6 +262,16 @@ int main(void) {
         splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], segs, 192, 128);
         CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, 3, 0) && s.warps == 12 && !s.gather);
         if (splat__kspec_tile_smem(&s) <= 232448) add_program(&s, "sm_90a");
+        /* Pass 1 of a two-pass plan on 192-row tiles (bf16, one or two segments a row:
+         * attn_passes.h splat__attn_pass1_rows), beside a pass 2 of two warpgroups. */
+        if (dts[t] == SPLAT_BF16 && segs <= 2) {
+          splat__kspec p1 = s, p2;
+          p1.epi = SPLAT_EPI_PASS1;
+          splat__kspec_init(&p2, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], 1, 128, 128);
+          CHECK(splat__kspec_use_wgmma(&p2, SPLAT__WGMMA_WS, 2, 0) && p2.warps == 8);
+          p2.epi = SPLAT_EPI_PASS2;
+          add_program_with(&p1, &p2, "sm_90a");
+        }
       }
     }
   }

@@ -746,7 +746,7 @@ static int cmd_codegen(int argc, char **argv) {
   const int attention = only < 0 || only == SPLAT__KOP_ATTENTION;
   if (st == SPLAT_OK && attention && specs[SPLAT__KOP_ATTENTION].tile)
     st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, (splat_dtype)dtype,
-                                       &two_pass, shape, &split);
+                                       arch, &two_pass, shape, &split);
   splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   /* Each pass's tile kernel for its own rows, as plan creation does (one pass where either
@@ -782,6 +782,10 @@ static int cmd_codegen(int argc, char **argv) {
         "// query tiles of 192 rows: a plan of the fused attention alone takes them where "
         "its batch x heads x query tiles fill 4 rounds of the SMs, else 128 "
         "(docs/cuda.md, Query tiles)\n");
+  if (two_pass && shape[0].wg3)
+    printf(
+        "// pass 1 on query tiles of 192 rows: a plan takes them where its batch x heads x "
+        "pass-1 tiles fill 4 rounds of the SMs, else 128 (docs/cuda.md, Query tiles)\n");
   /* Every selected program (an op's row kernel, its tile kernel when it has one, and an
    * attention tile kernel's second pass or merge kernel) is
    * compiled (or read from the caches) concurrently, as plan creation does; each one's time

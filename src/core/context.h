@@ -21,6 +21,7 @@ struct splat_context {
 struct splat_plan {
   splat_context *ctx;
   splat_plan_desc desc; /* with defaults filled in */
+  int tile_q_left;      /* desc.tile_q was 0: splat chooses the query tiles (cuda/tile_rows.h) */
   int64_t seq_q, seq_k;
   splat__acsr acsr;
   splat__tile_plan tiles;

@@ -98,7 +98,8 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   if (!plan->desc.heads_kv) plan->desc.heads_kv = desc->heads;
   /* Query tiles left to splat: 128 rows (192 where SPLAT_ATTN_WARPGROUPS=3 asks for them,
    * kgen.h), which a CUDA plan may trade for 192 after the analysis (tile_rows.h). */
-  const int rows_left = !desc->tile_q && ctx->backend == SPLAT_BACKEND_CUDA;
+  plan->tile_q_left = !desc->tile_q;
+  const int rows_left = plan->tile_q_left && ctx->backend == SPLAT_BACKEND_CUDA;
   if (!plan->desc.tile_q)
     plan->desc.tile_q = ctx->backend == SPLAT_BACKEND_CUDA
                             ? splat__kspec_default_tile_q(desc->dtype, desc->head_dim)

@@ -7,6 +7,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
 
 #include "../../kernels/params.cuh"
@@ -35,6 +36,7 @@ static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2
       if (n > shape[k].segs) shape[k].segs = n;
     }
     if (shape[k].segs < 1) shape[k].segs = 1;
+    shape[k].tile_q = pass[k].tile_q;
     shape[k].tile_k = pass[k].tile_k;
     for (int64_t t = 0; t < pass[k].ntiles; t++)
       if (pass[k].tiles[t].nrows > shape[k].tile_rows) shape[k].tile_rows = pass[k].tiles[t].nrows;
@@ -77,14 +79,48 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
+splat_status splat__attn_pass1_rows(const splat__acsr part[2], splat__tile_plan pass[2],
+                                    splat__attn_pass_shape shape[2], const splat_report *rep,
+                                    int64_t seq_k, const splat_plan_desc *d, const char *arch,
+                                    int sm_count, int smem_optin, int *take) {
+  *take = 0;
+  if (d->dtype != SPLAT_BF16 || pass[0].tile_q != 128 || pass[0].tile_k != 128) return SPLAT_OK;
+  splat_plan_desc d1 = *d;
+  d1.ops = SPLAT_OPS_ATTENTION;
+  splat__tile_plan t192;
+  int chosen = 0;
+  splat_status st =
+      splat__tile_rows_choose(&part[0], &pass[0], seq_k, &d1, arch, sm_count, &t192, &chosen);
+  if (st != SPLAT_OK || !chosen) return st;
+  splat__attn_pass_shape s = shape[0];
+  s.tile_q = 192;
+  s.wg3 = 1;
+  s.tile_rows = 0;
+  for (int64_t t = 0; t < t192.ntiles; t++)
+    if (t192.tiles[t].nrows > s.tile_rows) s.tile_rows = t192.tiles[t].nrows;
+  splat__kspec k;
+  st = splat__kspec_for_pass(&k, rep, d->dtype, (int)d->head_dim, smem_optin, arch, s.segs,
+                             s.tile_q, s.tile_k, s.tile_rows, s.wg3, 1);
+  if (st == SPLAT_OK && k.tile && k.warps == 12) {
+    splat__tile_plan_free(&pass[0]);
+    pass[0] = t192;
+    shape[0] = s;
+    *take = 1;
+    splat__log(SPLAT__LOG_INFO, "fused attention: pass 1 on 192-row query tiles");
+    return SPLAT_OK;
+  }
+  splat__tile_plan_free(&t192);
+  return st;
+}
+
 splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass_shape shape[2],
                                     const splat_report *rep, splat_dtype dt, int head_dim,
                                     int smem_optin, const char *arch, int *ok) {
   *ok = 0;
   for (int k = 0; k < 2; k++) {
-    const splat_status st =
-        splat__kspec_for_pass(&spec[k], rep, dt, head_dim, smem_optin, arch, shape[k].segs,
-                              shape[k].tile_k, shape[k].tile_rows, k + 1);
+    const splat_status st = splat__kspec_for_pass(&spec[k], rep, dt, head_dim, smem_optin, arch,
+                                                  shape[k].segs, shape[k].tile_q, shape[k].tile_k,
+                                                  shape[k].tile_rows, shape[k].wg3, k + 1);
     if (st != SPLAT_OK) return st;
   }
   *ok = spec[0].tile && spec[1].tile;
@@ -92,8 +128,9 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
 }
 
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, splat_dtype dt, int *two_pass,
-                                           splat__attn_pass_shape shape[2], int *split) {
+                                           int head_dim, splat_dtype dt, const char *arch,
+                                           int *two_pass, splat__attn_pass_shape shape[2],
+                                           int *split) {
   *two_pass = *split = 0;
   splat__acsr a;
   splat__tile_plan single, pass[2];
@@ -105,6 +142,14 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
   int npass = 0;
   if (st == SPLAT_OK)
     st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, dt, pass, part, shape, &npass);
+  if (st == SPLAT_OK && npass && tile_q == 128) {
+    const splat_plan_desc d = {
+        1, 1, 1, head_dim, dt, 0, tile_k, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
+    splat_report rep;
+    memset(&rep, 0, sizeof rep);
+    int take;
+    st = splat__attn_pass1_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, &take);
+  }
   if (st == SPLAT_OK && npass) {
     *two_pass = 1;
     for (int k = 0; k < 2; k++) {

@@ -92,6 +92,7 @@ struct splat__cuda_plan {
   int npass;
   splat_dev_pattern pass_pat[2];
   int64_t pass_ntiles[2];
+  int pass_tile_q[2]; /* each pass's query tile (pass 1 may take 192 rows: attn_passes.h) */
   CUdeviceptr rowpart;
   /* With a workspace (part or rowpart), the plan's attention calls take turns on it: a
    * call's stream waits for ws_done, recorded after the previous call's workspace
@@ -260,6 +261,12 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
                                plan->desc.head_dim, plan->desc.dtype, l->pass, l->part, l->shape,
                                &l->npass);
+  /* Pass 1 on 192-row tiles where the rule takes them (query tiles left to splat). */
+  int take = 0;
+  if (st == SPLAT_OK && l->npass && plan->tile_q_left)
+    st = splat__attn_pass1_rows(l->part, l->pass, l->shape, &plan->report, plan->seq_k, &plan->desc,
+                                p->cu->dev.arch, p->cu->dev.sm_count,
+                                p->cu->dev.max_smem_per_block_optin, &take);
   int kernels = 1; /* each pass's tile kernel, for its rows; without either, one pass */
   if (st == SPLAT_OK && l->npass) {
     st = splat__attn_pass_specs(l->spec, l->shape, &plan->report, plan->desc.dtype,
@@ -318,14 +325,19 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       splat__tma_views_assign(runs, t->nruns, plan->seq_k, &p->views);
     }
   }
-  /* A kernel without the gather only where every run has a view (splat__tma_serves_plan). */
-  for (int64_t i = 0;
-       st == SPLAT_OK && !npass && !p->spec[SPLAT__KOP_ATTENTION].gather && i < t->nruns; i++) {
-    if (runs[i].view < 0)
-      st = splat__fail(SPLAT_ERR_INTERNAL,
-                       "splat_plan_create: key run %lld has no TMA view, and the attention "
-                       "kernel has no gather",
-                       (long long)i);
+  /* A kernel without the gather only where every run of its pattern has a view
+   * (splat__tma_serves_plan; pass 1's runs take the first views). */
+  for (int k = 0; k < (npass ? npass : 1) && st == SPLAT_OK; k++) {
+    const int gather = npass ? al->spec[k].gather : p->spec[SPLAT__KOP_ATTENTION].gather;
+    const splat_dev_run *r = npass ? pruns[k] : runs;
+    const int64_t nr = npass ? pass[k].nruns : t->nruns;
+    for (int64_t i = 0; st == SPLAT_OK && !gather && i < nr; i++) {
+      if (r[i].view < 0)
+        st = splat__fail(SPLAT_ERR_INTERNAL,
+                         "splat_plan_create: key run %lld%s has no TMA view, and the attention "
+                         "kernel has no gather",
+                         (long long)i, npass ? (k ? " of pass 2" : " of pass 1") : "");
+    }
   }
   /* The warp-specialised attention kernel's interval tables, for the pattern each of its
    * kernels runs (the single plan's, or each pass's that runs on it), before the split
@@ -444,6 +456,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
                                   : NULL;
       splat__tma_q_view(&pass[k], a->seq_q, &p->pass_pat[k]);
       p->pass_ntiles[k] = pass[k].ntiles;
+      p->pass_tile_q[k] = pass[k].tile_q;
     }
     if (st == SPLAT_OK && npass) {
       p->npass = npass;
@@ -695,12 +708,12 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
  * kernel too (attention_ws.cuh; a pass 1 on the mma.sync kernel would not signal its
  * dependents: pass 2 then starts as its grid ends). */
 static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec, CUfunction f,
-                                int smem, int64_t ntiles, splat_stream stream, void *params,
-                                int dependent) {
+                                int smem, int64_t ntiles, int tile_q, splat_stream stream,
+                                void *params, int dependent) {
   const splat__cuda_plan *p = plan->cuda;
   if (ntiles == 0) return SPLAT_OK;
   const int tq = 16 * spec->warps;
-  const unsigned gz = (unsigned)((plan->tiles.tile_q + tq - 1) / tq);
+  const unsigned gz = (unsigned)((tile_q + tq - 1) / tq);
   void *args[1] = {params};
   if (spec->wgmma == SPLAT__WGMMA_WS) {
     /* Work items (tile, row block, batch*head) walked by a 1-d grid: SMs x CTAs per SM of
@@ -825,20 +838,23 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
       splat_attention_params *prm = params;
       for (int k = 0; k < p->npass && st == SPLAT_OK; k++) {
         prm->pat = p->pass_pat[k];
+        prm->part_rows = p->pass_tile_q[k]; /* the kernel's work items per query tile */
         /* Pass 2 depends on pass 1 only when pass 1 runs (else it would on whatever
          * kernel came before on the caller's stream). */
         st = k ? launch_tile(plan, &p->attn_pass2_spec, p->attn_pass2, p->attn_pass2_smem,
-                             p->pass_ntiles[k], stream, params, p->pass_ntiles[0] > 0)
+                             p->pass_ntiles[k], p->pass_tile_q[k], stream, params,
+                             p->pass_ntiles[0] > 0)
                : launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op], p->pass_ntiles[k],
-                             stream, params, 0);
+                             p->pass_tile_q[k], stream, params, 0);
       }
       prm->pat = p->pat;
+      prm->part_rows = plan->tiles.tile_q;
     } else {
       st = launch_tile(plan, &p->spec[op], p->tile[op], p->tile_smem[op],
                        op == SPLAT__KOP_ATTENTION ? p->attn_ntiles
                        : op == SPLAT__KOP_SDDMM   ? p->sddmm_ntiles
                                                   : p->ntiles,
-                       stream, params, 0);
+                       plan->tiles.tile_q, stream, params, 0);
     }
     /* Split attention tiles: merge the chunks' partial results. */
     if (st == SPLAT_OK && op == SPLAT__KOP_ATTENTION && p->nmerge > 0) {

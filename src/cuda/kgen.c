@@ -474,10 +474,12 @@ splat_status splat__kspec_for_plan(splat__kspec *specs, const splat_report *rep,
 
 splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch, int segs,
-                                   int tile_k, int tile_rows, int pass) {
+                                   int tile_q, int tile_k, int tile_rows, int tma_all, int pass) {
   splat__kspec specs[SPLAT__KOP_COUNT];
+  splat_report r = *rep; /* the pass's own query tile */
+  r.tile_q = tile_q;
   splat_status st =
-      plan_for(specs, rep, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows, 0);
+      plan_for(specs, &r, dt, head_dim, smem_optin, arch, segs, tile_k, tile_rows, tma_all);
   if (st != SPLAT_OK) return st;
   *out = specs[SPLAT__KOP_ATTENTION];
   /* f32 above head_dim 128 (O in column panels) runs one pass only. */

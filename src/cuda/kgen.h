@@ -224,13 +224,14 @@ void splat__kspec_ws_narrow(splat__kspec *s);
 
 /* The attention tile spec of one pass (1 or 2) of a two-pass plan, in *out: as
  * splat__kspec_for_plan would make it for a plan whose rows have at most segs segments, whose
- * key tiles have tile_k keys (the pass's plan's) and whose query tiles have at most tile_rows
- * rows (attn_passes.h splat__attn_pass_shape; one consumer warpgroup at head_dim 64 for tiles
- * of up to 64 rows), with epilogue PASS1 or PASS2 (program TILE or PASS2). Fails as
- * splat__kspec_env_attn. */
+ * query tiles have tile_q rows, at most tile_rows of them in one, and whose key tiles have
+ * tile_k keys (the pass's plan's: attn_passes.h splat__attn_pass_shape; one consumer
+ * warpgroup at head_dim 64 for tiles of up to 64 rows; three on 192-row tiles where tma_all
+ * says TMA serves every key sub-tile), with epilogue PASS1 or PASS2 (program TILE or PASS2).
+ * Fails as splat__kspec_env_attn. */
 splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, splat_dtype dt,
                                    int head_dim, int smem_optin, const char *arch, int segs,
-                                   int tile_k, int tile_rows, int pass);
+                                   int tile_q, int tile_k, int tile_rows, int tma_all, int pass);
 
 /* The programs of an op's spec s to out[0..), which holds SPLAT__KPROG_PER_OP: ROWS, then
  * TILE when s->tile, then PASS2 when its epilogue is PASS1 (pass2's kernel, from
