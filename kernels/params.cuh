@@ -167,7 +167,8 @@ typedef struct splat_attention_params {
   splat_dev_shape shape;
   float scale_log2; /* scale * log2(e) */
   float scale;
-  int32_t part_rows; /* rows per slot: the plan's tile_q */
+  int32_t part_rows; /* the launched pattern's tile_q (each pass's own): its work items per
+                      * query tile, and the split workspace's rows per slot */
   int32_t tma, qtma;
 } splat_attention_params;
 

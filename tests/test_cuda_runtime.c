@@ -1497,19 +1497,20 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   return st != SPLAT_OK ? -1 : np;
 }
 
-/* Pass 1 of strided(64) | window(64) at seq on 192-row tiles for description d on arch
+/* Pass 1 of the two-pass plan of spec at seq on 192-row tiles for description d on arch
  * (132 SMs, 227 KB of shared memory unless smem_optin says otherwise), as plan creation
  * decides it (splat__attn_pass1_rows): returns *take, and checks that a taken pass 1 has
  * 192-row tiles, three consumer warpgroups and the same rows, and an untaken one is the
  * 128-row plan it was. */
-static int pass1_rows_for(int64_t seq, const splat_plan_desc *d, const char *arch, int smem_optin) {
+static int pass1_rows_for(const char *spec, int64_t seq, const splat_plan_desc *d, const char *arch,
+                          int smem_optin) {
   splat_pattern *pat = NULL;
   splat__acsr a;
   splat__tile_plan t, pass[2];
   splat__acsr part[2];
   splat__attn_pass_shape shape[2];
   int np = 0, take = -1;
-  square_plan("strided(64) | window(64)", seq, 128, &pat, &a, &t);
+  square_plan(spec, seq, 128, &pat, &a, &t);
   splat_report rep;
   CHECK(splat__report_build(&a, &t, &rep) == SPLAT_OK);
   CHECK(splat__attn_passes_plan(&a, &t, d->batch, d->heads, (int)d->head_dim, d->dtype, pass, part,
@@ -1541,27 +1542,40 @@ static int pass1_rows_for(int64_t seq, const splat_plan_desc *d, const char *arc
  * bf16 at head_dim 32 .. 64 on sm_90a where its items fill 4 rounds of 132 SMs, with any
  * ops (the pass plans serve the fused attention alone); 128 for f16 (pass 1's epilogue
  * spills at three warpgroups), other head_dims and archs, too few items, shared memory
- * that does not take three warpgroups, and a SPLAT_ATTN_WARPGROUPS setting. */
+ * that does not take three warpgroups, a SPLAT_ATTN_WARPGROUPS setting, and a pass 1 of more
+ * than two segments a row. */
 static void test_attn_pass1_rows(void) {
+  const char *sw = "strided(64) | window(64)";
   splat_plan_desc d = {2, 16, 16, 64, SPLAT_BF16, 128, 128, 8, SPLAT_OPS_ALL};
-  CHECK(pass1_rows_for(16384, &d, "sm_90a", 232448) == 1);
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 1); /* 22 x 32 items: 5.3 rounds */
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 0) == 1);
+  /* Pass 1 of 8 segments a row (the windows split around the lattice points): 128. */
+  const char *s8 = "strided(128) | window(32) | window(32,1000)";
+  splat_pattern *p8 = NULL;
+  splat__attn_pass_shape sh8[2];
+  int two = 0, split = 0;
+  CHECK(splat_pattern_parse(s8, 4096, 4096, &p8) == SPLAT_OK &&
+        splat__attn_passes_of_pattern(p8, 128, 128, 64, SPLAT_BF16, NULL, &two, sh8, &split) ==
+            SPLAT_OK &&
+        two && sh8[0].segs == 8);
+  splat_pattern_destroy(p8);
+  CHECK(pass1_rows_for(s8, 4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass1_rows_for(sw, 16384, &d, "sm_90a", 232448) == 1);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1); /* 22 x 32 items: 5.3 rounds */
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 0) == 1);
   d.head_dim = 32;
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 1);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1);
   d.head_dim = 128;
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
   d.head_dim = 64;
-  CHECK(pass1_rows_for(4096, &d, "sm_80", 232448) == 0);
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 101376) == 0);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_80", 232448) == 0);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 101376) == 0);
   d.dtype = SPLAT_F16;
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
   d.dtype = SPLAT_BF16;
   d.batch = 1; /* 22 x 16 items: 2.7 rounds */
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
   d.batch = 2;
   setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
-  CHECK(pass1_rows_for(4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
   unsetenv("SPLAT_ATTN_WARPGROUPS");
 }
 

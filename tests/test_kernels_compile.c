@@ -262,8 +262,8 @@ int main(void) {
         splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], segs, 192, 128);
         CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, 3, 0) && s.warps == 12 && !s.gather);
         if (splat__kspec_tile_smem(&s) <= 232448) add_program(&s, "sm_90a");
-        /* Pass 1 of a two-pass plan on 192-row tiles (bf16, one or two segments a row:
-         * attn_passes.h splat__attn_pass1_rows), beside a pass 2 of two warpgroups. */
+        /* Pass 1 of a two-pass plan on 192-row tiles (bf16, one or two segments a row, as
+         * attn_passes.c splat__attn_pass1_rows limits it), beside a pass 2 of two warpgroups. */
         if (dts[t] == SPLAT_BF16 && segs <= 2) {
           splat__kspec p1 = s, p2;
           p1.epi = SPLAT_EPI_PASS1;

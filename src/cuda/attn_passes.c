@@ -84,9 +84,14 @@ splat_status splat__attn_pass1_rows(const splat__acsr part[2], splat__tile_plan 
                                     int64_t seq_k, const splat_plan_desc *d, const char *arch,
                                     int sm_count, int smem_optin, int *take) {
   *take = 0;
-  if (d->dtype != SPLAT_BF16 || pass[0].tile_q != 128 || pass[0].tile_k != 128) return SPLAT_OK;
+  /* Up to two segments a row (the window of strided | window, split around its lattice
+   * points): with more, the kernel drops to 3 stages, and at head_dim 64 with 8 its pass-1
+   * epilogue spills; neither was measured. */
+  if (d->dtype != SPLAT_BF16 || pass[0].tile_q != 128 || pass[0].tile_k != 128 || shape[0].segs > 2)
+    return SPLAT_OK;
   splat_plan_desc d1 = *d;
   d1.ops = SPLAT_OPS_ATTENTION;
+  d1.tile_k = pass[0].tile_k; /* the 192-row plan's key tile: pass 1's */
   splat__tile_plan t192;
   int chosen = 0;
   splat_status st =
@@ -150,8 +155,8 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
     int take;
     st = splat__attn_pass1_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, &take);
   }
-  if (st == SPLAT_OK && npass) {
-    *two_pass = 1;
+  if (npass) {
+    *two_pass = st == SPLAT_OK;
     for (int k = 0; k < 2; k++) {
       splat__tile_plan_free(&pass[k]);
       splat__pass_acsr_free(&part[k]);

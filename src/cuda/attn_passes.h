@@ -51,11 +51,11 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
  * and 128-row plan pass[0], for a plan of description d (query tiles left to splat; the
  * pass plans serve only the fused attention, so d's other ops do not matter) on a device of
  * arch with sm_count SMs (0: unknown) and smem_optin bytes of shared memory (0: no limit),
- * and the kernel splat__kspec_for_pass makes for it has three consumer warpgroups. bf16
- * only: pass 1's epilogue of f16 plans (rows of fp32 to the workspace) spills within three
- * warpgroups' 160 registers. Then pass[0] and shape[0] become the 192-row plan's and *take
- * = 1; else both stay as they are and *take = 0. Fails as splat__tile_rows_choose and
- * splat__kspec_for_pass. */
+ * and the kernel splat__kspec_for_pass makes for it has three consumer warpgroups. Pass 1
+ * of one or two segments a row (attn_passes.c says why) in bf16 only: pass 1's epilogue of f16
+ * plans (rows of fp32 to the workspace) spills within three warpgroups' 160 registers. Then pass[0]
+ * and shape[0] become the 192-row plan's and *take = 1; else both stay as they are and *take = 0.
+ * Fails as splat__tile_rows_choose and splat__kspec_for_pass. */
 splat_status splat__attn_pass1_rows(const splat__acsr part[2], splat__tile_plan pass[2],
                                     splat__attn_pass_shape shape[2], const splat_report *rep,
                                     int64_t seq_k, const splat_plan_desc *d, const char *arch,

@@ -3,7 +3,8 @@
  * consumer warpgroups of the sm_90a warp-specialised kernel would run its fused attention
  * on tiles of 192 rows, and those tiles compute little more, the plan takes 192-row tiles
  * instead (splat__tile_rows_choose, which cuda_backend.c splat__cuda_plan_tile_rows and
- * `splat codegen` call; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59). Pure C. */
+ * `splat codegen` call, and attn_passes.c splat__attn_pass1_rows for pass 1 of a two-pass
+ * plan; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59, v60). Pure C. */
 #ifndef SPLAT_CUDA_TILE_ROWS_H
 #define SPLAT_CUDA_TILE_ROWS_H
 

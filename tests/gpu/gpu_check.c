@@ -733,7 +733,9 @@ static void check_host_pointers(splat_context *ctx) {
 /* Plans of the fused attention alone at 4096 with batch 2 and 16 heads (over 16 KV heads,
  * and over 4 in [B,S,H,D] storage): the shapes where a CUDA plan may take 192-row query
  * tiles (docs/cuda.md, Query tiles: on an H100 all but the last three of these do at head_dim
- * 64). 16-bit dtypes, head_dim 64 and 40 unless --dims names others. */
+ * 64, and the last, strided | window, runs its first pass on them in bf16; the tiles column
+ * shows the plan's tile, not a pass's). 16-bit dtypes, head_dim 64 and 40 unless --dims names
+ * others. */
 static void attention_plans(splat_context *ctx, const char *filter, const int *dims, int ndims,
                             const splat_dtype *dts, int ndts) {
   static const char *specs[] = {"window(37)",
