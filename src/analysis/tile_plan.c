@@ -1064,43 +1064,45 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
   const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
-   * (pass_row: counted, then filled). */
+   * (pass_row, once a row: its segments appended, the arrays grown by doubling from the
+   * single ACSR's count, which strided | window's passes do not exceed). */
   part[0] = part[1] = *a;
   part[0].row_seg = part[1].row_seg = NULL;
   part[0].segs = part[1].segs = NULL;
   const int K = a->max_segments;
-  /* r[0], n[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h),
-   * r[1], n[1]: the strided pass's. */
+  /* r[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h), r[1]:
+   * the strided pass's. */
   splat__segment r[2][SPLAT_MAX_SEGMENTS];
-  int64_t count[2] = {0, 0};
-  for (int64_t i = 0; i < seq_q; i++) {
-    int n[2];
-    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &n[1],
-             r[0], &n[0]);
-    count[0] += n[0];
-    count[1] += n[1];
-  }
+  int64_t cap[2], n[2] = {0, 0};
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
+    cap[k] = a->row_seg[seq_q] + SPLAT_MAX_SEGMENTS;
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
-    part[k].segs = malloc((size_t)(count[k] > 0 ? count[k] : 1) * sizeof *part[k].segs);
-    if (!part[k].row_seg || !part[k].segs) {
+    part[k].segs = malloc((size_t)cap[k] * sizeof *part[k].segs);
+    if (!part[k].row_seg || !part[k].segs)
       st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
+  }
+  for (int64_t i = 0; i < seq_q && st == SPLAT_OK; i++) {
+    int m[2];
+    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &m[1],
+             r[0], &m[0]);
+    for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
+      part[k].row_seg[i] = n[k];
+      if (n[k] + m[k] > cap[k]) {
+        const int64_t want = 2 * cap[k] > n[k] + m[k] ? 2 * cap[k] : n[k] + m[k];
+        splat__segment *grown = realloc(part[k].segs, (size_t)want * sizeof *grown);
+        if (!grown) {
+          st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
+          break;
+        }
+        part[k].segs = grown;
+        cap[k] = want;
+      }
+      memcpy(&part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
+      n[k] += m[k];
     }
   }
   if (st == SPLAT_OK) {
-    int64_t n[2] = {0, 0};
-    for (int64_t i = 0; i < seq_q; i++) {
-      part[0].row_seg[i] = n[0];
-      part[1].row_seg[i] = n[1];
-      int m[2];
-      pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &m[1],
-               r[0], &m[0]);
-      for (int k = 0; k < 2; k++) {
-        memcpy(&part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
-        n[k] += m[k];
-      }
-    }
     part[0].row_seg[seq_q] = n[0];
     part[1].row_seg[seq_q] = n[1];
     for (int k = 0; k < 2; k++) {
