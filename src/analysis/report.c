@@ -130,10 +130,7 @@ splat_status splat__report_build(const splat__acsr *a, const splat__tile_plan *t
   rep->tile_q = t->tile_q;
   rep->tile_k = t->tile_k;
   rep->rows_permuted = t->permuted;
-  rep->tile_rows_max = 0;
-  for (int64_t i = 0; i < t->ntiles; i++) {
-    if (t->tiles[i].nrows > rep->tile_rows_max) rep->tile_rows_max = t->tiles[i].nrows;
-  }
+  rep->tile_rows_max = splat__tile_plan_max_rows(t);
   rep->query_tiles = t->ntiles;
   rep->key_runs = t->nruns;
   rep->full_tiles = t->full_tiles;

@@ -1048,6 +1048,13 @@ void splat__pass_acsr_free(splat__acsr *part) {
   part->segs = NULL;
 }
 
+int32_t splat__tile_plan_max_rows(const splat__tile_plan *t) {
+  int32_t most = 0;
+  for (int64_t q = 0; q < t->ntiles; q++)
+    if (t->tiles[q].nrows > most) most = t->tiles[q].nrows;
+  return most;
+}
+
 int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *single) {
   if (!a || !single || single->computed <= 2 * a->nnz) return 0;
   const int64_t nsegs = a->row_seg[a->seq_q];

@@ -86,6 +86,9 @@ void splat__tile_plan_free(splat__tile_plan *t);
  * else *npass = 0 and out and part hold nothing. */
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
                                      splat__tile_plan out[2], splat__acsr part[2], int *npass);
+/* The most rows of one query tile of t (0 without tiles). */
+int32_t splat__tile_plan_max_rows(const splat__tile_plan *t);
+
 /* Whether splat__tile_plan_passes tries two passes for a and single at all: single computes
  * over twice the mask's entries and the mask has both contiguous and strided segments. Cheap
  * (a pass over the segments); the passes themselves may still compute too much. */

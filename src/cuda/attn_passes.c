@@ -38,8 +38,7 @@ static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2
     if (shape[k].segs < 1) shape[k].segs = 1;
     shape[k].tile_q = pass[k].tile_q;
     shape[k].tile_k = pass[k].tile_k;
-    for (int64_t t = 0; t < pass[k].ntiles; t++)
-      if (pass[k].tiles[t].nrows > shape[k].tile_rows) shape[k].tile_rows = pass[k].tiles[t].nrows;
+    shape[k].tile_rows = splat__tile_plan_max_rows(&pass[k]);
   }
 }
 
@@ -100,9 +99,7 @@ splat_status splat__attn_pass1_rows(const splat__acsr part[2], splat__tile_plan 
   splat__attn_pass_shape s = shape[0];
   s.tile_q = 192;
   s.wg3 = 1;
-  s.tile_rows = 0;
-  for (int64_t t = 0; t < t192.ntiles; t++)
-    if (t192.tiles[t].nrows > s.tile_rows) s.tile_rows = t192.tiles[t].nrows;
+  s.tile_rows = splat__tile_plan_max_rows(&t192);
   splat__kspec k;
   st = splat__kspec_for_pass(&k, rep, d->dtype, (int)d->head_dim, smem_optin, arch, s.segs,
                              s.tile_q, s.tile_k, s.tile_rows, s.wg3, 1);

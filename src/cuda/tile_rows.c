@@ -48,10 +48,7 @@ static double predicated_share(const splat__tile_plan *t) {
 
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
   const splat__tile_plan *a = c->t128, *b = c->t192;
-  int32_t rows = 0; /* the most rows of one 192-row tile */
-  for (int64_t q = 0; q < b->ntiles; q++)
-    rows = b->tiles[q].nrows > rows ? b->tiles[q].nrows : rows;
-  if (!c->served || c->two_pass || rows <= 128) return 0;
+  if (!c->served || c->two_pass || splat__tile_plan_max_rows(b) <= 128) return 0;
   if ((double)c->work192 > SPLAT__TILE_ROWS_MAX_WORK * (double)c->work128) return 0;
   const double pa = predicated_share(a), pb = predicated_share(b);
   if (c->head_dim > 48 && pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
