@@ -106,8 +106,6 @@ static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 3,
  * without the gather (bench/NOTES.md v58). */
 static_assert(SPLAT_WGS < 3 || (SPLAT_HEAD_DIM <= 64 && SPLAT_KT == 128 && !SPLAT_WS_GATHER),
               "three consumer warpgroups: head_dim up to 64, 128-key sub-tiles, no gather");
-static_assert(SPLAT_WGS < 3 || SPLAT_ATTN_PASS != 2,
-              "three consumer warpgroups: no pass 2 (its staged rows' barriers are two)");
 static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
               "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
 #define SPLAT_BOX SPLAT_TMA_BOX /* keys per TMA box (tma_view.cuh): a sub-tile is KT / 64 */
@@ -150,9 +148,9 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
  * buffer), STAGES interval-table records (params.cuh SPLAT_WS_TABLE_BYTES), two buffers of row
  * ids, two task records (48 bytes each); then, in pass 2's kernels where they fit (kgen.c
  * splat__kspec_tile_smem decides it for the device: one warpgroup, two CTAs still sharing
- * an SM; two, a CTA's opt-in; SPLAT_TILE_SMEM then includes them), its rows' pass-1 results
- * (SPLAT_WS_STAGED): a barrier per
- * warpgroup and SPLAT_ROWPART_COPY bytes a row, so the merge does not wait on L2 at each
+ * an SM; two or three, a CTA's opt-in; SPLAT_TILE_SMEM then includes them), its rows' pass-1
+ * results (SPLAT_WS_STAGED): a barrier per warpgroup (SPLAT_WS_PFULL_BYTES) and
+ * SPLAT_ROWPART_COPY bytes a row, so the merge does not wait on L2 at each
  * item's end (bench/NOTES.md v9.5). Staged by a bulk copy a row, the two-warpgroup kernels
  * were 0.5-1.5% slower than unstaged (v9.7); by cp.async, 2-5% faster (v20). */
 #define SPLAT_WS_TAB SPLAT_WS_TABLE_BYTES(SPLAT_TQ, SPLAT_MAX_SEGS) /* a table record */
@@ -166,7 +164,9 @@ static_assert(sizeof(splat_ival) == 16 && SPLAT_WS_TAB % 16 == 0 &&
 #define SPLAT_WS_SMEM_BASE                                                                 \
   (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
    8 * (2 * SPLAT_STAGES + 4) + SPLAT_STAGES * SPLAT_WS_TAB + 2 * SPLAT_TQ * 4 + 2 * 48)
-#define SPLAT_WS_STAGED_BYTES (16 + SPLAT_TQ * SPLAT_ROWPART_COPY)
+/* The staged rows' barriers, one a consumer warpgroup, in whole 16-byte units. */
+#define SPLAT_WS_PFULL_BYTES (SPLAT_WGS == 3 ? 32 : 16)
+#define SPLAT_WS_STAGED_BYTES (SPLAT_WS_PFULL_BYTES + SPLAT_TQ * SPLAT_ROWPART_COPY)
 #define SPLAT_WS_STAGED \
   (SPLAT_ATTN_PASS == 2 && SPLAT_TILE_SMEM == SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED_BYTES)
 #define SPLAT_ATTN_SMEM (SPLAT_WS_SMEM_BASE + SPLAT_WS_STAGED * SPLAT_WS_STAGED_BYTES)
@@ -389,7 +389,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   int *sRows = (int *)(sTab + SPLAT_STAGES * SPLAT_WS_TAB); /* [2][TQ] original rows of the items */
   splat_ws_task *sTask = (splat_ws_task *)(sRows + 2 * SPLAT_TQ); /* [2] the items */
   uint64_t *pfull = (uint64_t *)(sTask + 2); /* [WGS] (SPLAT_WS_STAGED): the rows' copies are in */
-  unsigned char *sStaged = (unsigned char *)(pfull + 2); /* [TQ][SPLAT_ROWPART_COPY] (STAGED) */
+  unsigned char *sStaged = (unsigned char *)pfull + SPLAT_WS_PFULL_BYTES; /* [TQ][COPY] (STAGED) */
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < SPLAT_STAGES; s++) {

@@ -1152,8 +1152,9 @@ static void test_tile_rows(void) {
     CHECK(splat__tile_plan_build(&a, 192, 128, &t192) == SPLAT_OK);
     splat__tile_rows_case c = {&t128,
                                &t192,
-                               splat__tile_rows_work(&a, &t128),
-                               splat__tile_rows_work(&a, &t192),
+                               splat__tile_rows_work(&a, &t128, 0),
+                               splat__tile_rows_work(&a, &t192, 0),
+                               0,
                                1,
                                0,
                                64,
@@ -1186,8 +1187,13 @@ static void test_tile_rows(void) {
   splat__acsr a;
   splat__tile_plan t;
   square_plan("window(64)", 256, 128, &pat, &a, &t);
-  CHECKF(t.ntiles == 2 && t.runs[1].base == 64 && splat__tile_rows_work(&a, &t) == 1 + 2 + 2 + 2,
-         "%lld", (long long)splat__tile_rows_work(&a, &t));
+  CHECKF(t.ntiles == 2 && t.runs[1].base == 64 &&
+             splat__tile_rows_work(&a, &t, 0) == 1 + 2 + 2 + 2 &&
+             splat__tile_rows_work(&a, &t, 2) == 1 + 2 + 2 + 2,
+         "%lld", (long long)splat__tile_rows_work(&a, &t, 0));
+  /* Counted on three warpgroups, each tile's third (idle) one as its heaviest block: 2. */
+  CHECKF(splat__tile_rows_work(&a, &t, 3) == 1 + 2 + 2 + 2 + 2 + 2, "%lld",
+         (long long)splat__tile_rows_work(&a, &t, 3));
   free_plans(pat, &a, &t, 0, NULL, NULL);
 
   /* The whole choice (splat__tile_rows_choose) on window(256) at 16384: 192 rows for 32
@@ -1214,7 +1220,7 @@ static void test_tile_rows(void) {
     const splat_plan_desc d = {2, whole[i].heads, whole[i].heads, 64, SPLAT_BF16, 0, 128,
                                8, whole[i].ops};
     int take = -1;
-    CHECK(splat__tile_rows_choose(&wa, &t128, 16384, &d, whole[i].arch, whole[i].sms, &t192,
+    CHECK(splat__tile_rows_choose(&wa, &t128, 16384, &d, whole[i].arch, whole[i].sms, 0, &t192,
                                   &take) == SPLAT_OK);
     CHECKF(take == whole[i].want, "%s, heads %lld, ops %u, %s, %d SMs", whole[i].spec,
            (long long)whole[i].heads, whole[i].ops, whole[i].arch, whole[i].sms);
@@ -1497,54 +1503,62 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   return st != SPLAT_OK ? -1 : np;
 }
 
-/* Pass 1 of the two-pass plan of spec at seq on 192-row tiles for description d on arch
+/* The passes of the two-pass plan of spec at seq on 192-row tiles for description d on arch
  * (132 SMs, 227 KB of shared memory unless smem_optin says otherwise), as plan creation
- * decides it (splat__attn_pass1_rows): returns *take, and checks that a taken pass 1 has
- * 192-row tiles, three consumer warpgroups and the same rows, and an untaken one is the
- * 128-row plan it was. */
-static int pass1_rows_for(const char *spec, int64_t seq, const splat_plan_desc *d, const char *arch,
-                          int smem_optin) {
+ * decides it (splat__attn_pass_rows): returns take[0] + 2 take[1], and checks that a taken
+ * pass has 192-row tiles, three consumer warpgroups and the same rows, and an untaken one is
+ * the 128-row plan it was. */
+static int pass_rows_for(const char *spec, int64_t seq, const splat_plan_desc *d, const char *arch,
+                         int smem_optin) {
   splat_pattern *pat = NULL;
   splat__acsr a;
   splat__tile_plan t, pass[2];
   splat__acsr part[2];
   splat__attn_pass_shape shape[2];
-  int np = 0, take = -1;
+  int np = 0, take[2] = {-1, -1};
   square_plan(spec, seq, 128, &pat, &a, &t);
   splat_report rep;
   CHECK(splat__report_build(&a, &t, &rep) == SPLAT_OK);
   CHECK(splat__attn_passes_plan(&a, &t, d->batch, d->heads, (int)d->head_dim, d->dtype, pass, part,
                                 shape, &np) == SPLAT_OK &&
         np == 2);
-  const int64_t rows0 = pass[0].regular_rows, ntiles0 = pass[0].ntiles;
-  CHECK(shape[0].tile_q == 128 && !shape[0].wg3 && shape[1].tile_q == 128);
-  CHECK(splat__attn_pass1_rows(part, pass, shape, &rep, seq, d, arch, 132, smem_optin, &take) ==
+  int64_t rows[2], ntiles[2];
+  for (int k = 0; k < 2; k++) {
+    rows[k] = pass[k].regular_rows, ntiles[k] = pass[k].ntiles;
+    CHECK(shape[k].tile_q == 128 && !shape[k].wg3);
+  }
+  CHECK(splat__attn_pass_rows(part, pass, shape, &rep, seq, d, arch, 132, smem_optin, take) ==
         SPLAT_OK);
   splat__kspec ps[2];
   int kernels = 0;
   CHECK(splat__attn_pass_specs(ps, shape, &rep, d->dtype, (int)d->head_dim, smem_optin, arch,
                                &kernels) == SPLAT_OK);
-  if (take) {
-    CHECKF(pass[0].tile_q == 192 && shape[0].tile_q == 192 && shape[0].wg3 &&
-               shape[0].tile_rows == 192 && pass[0].regular_rows == rows0 &&
-               pass[0].ntiles < ntiles0 && kernels && ps[0].warps == 12 && !ps[0].gather &&
-               ps[0].epi == SPLAT_EPI_PASS1 && ps[1].warps <= 8 && shape[1].tile_q == 128,
-           "pass 1: tile %d rows %d warps %d", pass[0].tile_q, shape[0].tile_rows, ps[0].warps);
-  } else {
-    CHECK(pass[0].tile_q == 128 && pass[0].ntiles == ntiles0 && shape[0].tile_q == 128 &&
-          !shape[0].wg3 && (!kernels || ps[0].warps != 12));
+  for (int k = 0; k < 2; k++) {
+    if (take[k]) {
+      CHECKF(pass[k].tile_q == 192 && shape[k].tile_q == 192 && shape[k].wg3 &&
+                 shape[k].tile_rows > 128 && pass[k].regular_rows == rows[k] &&
+                 pass[k].ntiles < ntiles[k] && kernels && ps[k].warps == 12 && !ps[k].gather &&
+                 ps[k].epi == (k ? SPLAT_EPI_PASS2 : SPLAT_EPI_PASS1),
+             "pass %d: tile %d rows %d warps %d", k + 1, pass[k].tile_q, shape[k].tile_rows,
+             ps[k].warps);
+    } else {
+      CHECKF(pass[k].tile_q == 128 && pass[k].ntiles == ntiles[k] && shape[k].tile_q == 128 &&
+                 !shape[k].wg3 && (!kernels || ps[k].warps != 12),
+             "pass %d", k + 1);
+    }
   }
   free_plans(pat, &a, &t, np, pass, part);
-  return take;
+  return take[0] + 2 * take[1];
 }
 
-/* The choice of pass 1's query tile: 192 rows for the window pass of strided | window in
+/* The choice of the passes' query tiles: 192 rows for the window pass of strided | window in
  * bf16 at head_dim 32 .. 64 on sm_90a where its items fill 4 rounds of 132 SMs, with any
  * ops (the pass plans serve the fused attention alone); 128 for f16 (pass 1's epilogue
  * spills at three warpgroups), other head_dims and archs, too few items, shared memory
  * that does not take three warpgroups, a SPLAT_ATTN_WARPGROUPS setting, and a pass 1 of more
- * than two segments a row. */
-static void test_attn_pass1_rows(void) {
+ * than two segments a row. The lattice pass too where its phase classes fill 192-row tiles
+ * with few idle warpgroups: classes of 1024 rows (65536), not of 256 (16384) or 64 (4096). */
+static void test_attn_pass_rows(void) {
   const char *sw = "strided(64) | window(64)";
   splat_plan_desc d = {2, 16, 16, 64, SPLAT_BF16, 128, 128, 8, SPLAT_OPS_ALL};
   /* Pass 1 of 8 segments a row (the windows split around the lattice points): 128. */
@@ -1557,25 +1571,30 @@ static void test_attn_pass1_rows(void) {
             SPLAT_OK &&
         two && sh8[0].segs == 8);
   splat_pattern_destroy(p8);
-  CHECK(pass1_rows_for(s8, 4096, &d, "sm_90a", 232448) == 0);
-  CHECK(pass1_rows_for(sw, 16384, &d, "sm_90a", 232448) == 1);
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1); /* 22 x 32 items: 5.3 rounds */
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 0) == 1);
+  CHECK(pass_rows_for(s8, 4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 3);
+  CHECK(pass_rows_for(sw, 16384, &d, "sm_90a", 232448) == 1);
+  CHECK(pass_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1); /* 22 x 32 items: 5.3 rounds */
+  CHECK(pass_rows_for(sw, 4096, &d, "sm_90a", 0) == 1);
+  /* Classes of 512 rows (1.125x the sub-tiles, idle ones counted) take 192; its window(32)
+   * pass does not (its 192-row tiles' warpgroups compute more than 5% more sub-tiles). */
+  CHECK(pass_rows_for("strided(32) | window(32)", 16384, &d, "sm_90a", 0) == 2);
   d.head_dim = 32;
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1);
+  CHECK(pass_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 3);
   d.head_dim = 128;
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 0);
   d.head_dim = 64;
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_80", 232448) == 0);
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 101376) == 0);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_80", 232448) == 0);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 101376) == 0);
   d.dtype = SPLAT_F16;
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 0);
   d.dtype = SPLAT_BF16;
   d.batch = 1; /* 22 x 16 items: 2.7 rounds */
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
   d.batch = 2;
   setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
-  CHECK(pass1_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0);
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 0);
   unsetenv("SPLAT_ATTN_WARPGROUPS");
 }
 
@@ -1800,7 +1819,7 @@ static void test_attn_epilogues(void) {
              "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
       /* At head_dim 32 both passes run the warp-specialised kernel (as 64 columns); on
        * sm_90a, as `splat codegen` shows it (the SMs unknown), pass 1 takes 192-row tiles
-       * and three consumer warpgroups (splat__attn_pass1_rows). */
+       * and three consumer warpgroups (splat__attn_pass_rows). */
       CHECK(pass_specs_for("strided(64) | window(64)", 4096, 32, "sm_90a", 0, ps, sh));
       CHECK(splat__kspec_programs(&ps[0], &ps[1], prog) == 3);
       splat__kspec_program(&prog[1], n1, sizeof n1);
@@ -2542,7 +2561,7 @@ int main(void) {
   test_codegen();
   test_kernel_choice();
   test_attn_passes();
-  test_attn_pass1_rows();
+  test_attn_pass_rows();
   test_attn_epilogues();
   test_kernel_programs();
   test_tma_views();

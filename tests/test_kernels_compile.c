@@ -263,7 +263,8 @@ int main(void) {
         CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, 3, 0) && s.warps == 12 && !s.gather);
         if (splat__kspec_tile_smem(&s) <= 232448) add_program(&s, "sm_90a");
         /* Pass 1 of a two-pass plan on 192-row tiles (bf16, one or two segments a row, as
-         * attn_passes.c splat__attn_pass1_rows limits it), beside a pass 2 of two warpgroups. */
+         * attn_passes.c splat__attn_pass_rows limits it), beside a pass 2 of two warpgroups,
+         * and beside a pass 2 of one segment on three (its staged rows in shared memory). */
         if (dts[t] == SPLAT_BF16 && segs <= 2) {
           splat__kspec p1 = s, p2;
           p1.epi = SPLAT_EPI_PASS1;
@@ -271,6 +272,20 @@ int main(void) {
           CHECK(splat__kspec_use_wgmma(&p2, SPLAT__WGMMA_WS, 2, 0) && p2.warps == 8);
           p2.epi = SPLAT_EPI_PASS2;
           add_program_with(&p1, &p2, "sm_90a");
+          if (segs == 1) {
+            splat__kspec p3;
+            splat__kspec_init(&p3, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], 1, 192,
+                              128);
+            CHECK(splat__kspec_use_wgmma(&p3, SPLAT__WGMMA_WS, 3, 0) && p3.warps == 12);
+            p3.epi = SPLAT_EPI_PASS2;
+            p3.smem_optin = 232448;
+            const int unstaged = splat__kspec_tile_smem(&p3) - (32 + 192 * (2 * d3[d] + 16));
+            p3.epi = SPLAT_EPI_PLAIN;
+            CHECKF(splat__kspec_tile_smem(&p3) == unstaged, "pass 2 not staged: %d bytes",
+                   unstaged);
+            p3.epi = SPLAT_EPI_PASS2;
+            add_program_with(&p1, &p3, "sm_90a");
+          }
         }
       }
     }

@@ -716,7 +716,8 @@ static int cmd_codegen(int argc, char **argv) {
     if (st == SPLAT_OK) {
       st = splat__tile_plan_build(&a, 128, 128, &t128);
       if (st == SPLAT_OK) {
-        st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, 0, &t192, &take);
+        st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, 0, 0, &t192,
+                                     &take);
         if (take) splat__tile_plan_free(&t192);
         splat__tile_plan_free(&t128);
       }
@@ -782,10 +783,12 @@ static int cmd_codegen(int argc, char **argv) {
         "// query tiles of 192 rows: a plan of the fused attention alone takes them where "
         "its batch x heads x query tiles fill 4 rounds of the SMs, else 128 "
         "(docs/cuda.md, Query tiles)\n");
-  if (two_pass && shape[0].wg3)
-    printf(
-        "// pass 1 on query tiles of 192 rows: a plan takes them where its batch x heads x "
-        "pass-1 tiles fill 4 rounds of the SMs, else 128 (docs/cuda.md, Query tiles)\n");
+  for (int k = 0; k < 2; k++)
+    if (two_pass && shape[k].wg3)
+      printf(
+          "// pass %d on query tiles of 192 rows: a plan takes them where its batch x heads x "
+          "pass-%d tiles fill 4 rounds of the SMs, else 128 (docs/cuda.md, Query tiles)\n",
+          k + 1, k + 1);
   /* Every selected program (an op's row kernel, its tile kernel when it has one, and an
    * attention tile kernel's second pass or merge kernel) is
    * compiled (or read from the caches) concurrently, as plan creation does; each one's time

@@ -78,40 +78,54 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
-splat_status splat__attn_pass1_rows(const splat__acsr part[2], splat__tile_plan pass[2],
-                                    splat__attn_pass_shape shape[2], const splat_report *rep,
-                                    int64_t seq_k, const splat_plan_desc *d, const char *arch,
-                                    int sm_count, int smem_optin, int *take) {
+/* One pass (k: 0 or 1) on 192-row tiles where the rule takes them (splat__attn_pass_rows). */
+static splat_status pass_rows(const splat__acsr part[2], splat__tile_plan pass[2],
+                              splat__attn_pass_shape shape[2], int k, const splat_report *rep,
+                              int64_t seq_k, const splat_plan_desc *d, const char *arch,
+                              int sm_count, int smem_optin, int *take) {
   *take = 0;
-  /* Up to two segments a row (the window of strided | window, split around its lattice
-   * points): with more, the kernel drops to 3 stages, and at head_dim 64 with 8 its pass-1
-   * epilogue spills; neither was measured. */
-  if (d->dtype != SPLAT_BF16 || pass[0].tile_q != 128 || pass[0].tile_k != 128 || shape[0].segs > 2)
+  /* Pass 1 of up to two segments a row (the window of strided | window, split around its
+   * lattice points): with more, the kernel drops to 3 stages, and at head_dim 64 with 8 its
+   * pass-1 epilogue spills; neither was measured. Pass 2 of one (a lattice): with two, its
+   * merge spills 4 bytes. */
+  if (d->dtype != SPLAT_BF16 || pass[k].tile_q != 128 || pass[k].tile_k != 128 ||
+      shape[k].segs > (k == 0 ? 2 : 1))
     return SPLAT_OK;
   splat_plan_desc d1 = *d;
   d1.ops = SPLAT_OPS_ATTENTION;
-  d1.tile_k = pass[0].tile_k; /* the 192-row plan's key tile: pass 1's */
+  d1.tile_k = pass[k].tile_k; /* the 192-row plan's key tile: the pass's */
   splat__tile_plan t192;
   int chosen = 0;
   splat_status st =
-      splat__tile_rows_choose(&part[0], &pass[0], seq_k, &d1, arch, sm_count, &t192, &chosen);
+      splat__tile_rows_choose(&part[k], &pass[k], seq_k, &d1, arch, sm_count, k, &t192, &chosen);
   if (st != SPLAT_OK || !chosen) return st;
-  splat__attn_pass_shape s = shape[0];
+  splat__attn_pass_shape s = shape[k];
   s.tile_q = 192;
   s.wg3 = 1;
   s.tile_rows = splat__tile_plan_max_rows(&t192);
-  splat__kspec k;
-  st = splat__kspec_for_pass(&k, rep, d->dtype, (int)d->head_dim, smem_optin, arch, s.segs,
-                             s.tile_q, s.tile_k, s.tile_rows, s.wg3, 1);
-  if (st == SPLAT_OK && k.tile && k.warps == 12) {
-    splat__tile_plan_free(&pass[0]);
-    pass[0] = t192;
-    shape[0] = s;
+  splat__kspec ks;
+  st = splat__kspec_for_pass(&ks, rep, d->dtype, (int)d->head_dim, smem_optin, arch, s.segs,
+                             s.tile_q, s.tile_k, s.tile_rows, s.wg3, k + 1);
+  if (st == SPLAT_OK && ks.tile && ks.warps == 12) {
+    splat__tile_plan_free(&pass[k]);
+    pass[k] = t192;
+    shape[k] = s;
     *take = 1;
-    splat__log(SPLAT__LOG_INFO, "fused attention: pass 1 on 192-row query tiles");
+    splat__log(SPLAT__LOG_INFO, "fused attention: pass %d on 192-row query tiles", k + 1);
     return SPLAT_OK;
   }
   splat__tile_plan_free(&t192);
+  return st;
+}
+
+splat_status splat__attn_pass_rows(const splat__acsr part[2], splat__tile_plan pass[2],
+                                   splat__attn_pass_shape shape[2], const splat_report *rep,
+                                   int64_t seq_k, const splat_plan_desc *d, const char *arch,
+                                   int sm_count, int smem_optin, int take[2]) {
+  take[0] = take[1] = 0;
+  splat_status st = SPLAT_OK;
+  for (int k = 0; k < 2 && st == SPLAT_OK; k++)
+    st = pass_rows(part, pass, shape, k, rep, seq_k, d, arch, sm_count, smem_optin, &take[k]);
   return st;
 }
 
@@ -149,8 +163,8 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
         1, 1, 1, head_dim, dt, 0, tile_k, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
     splat_report rep;
     memset(&rep, 0, sizeof rep);
-    int take;
-    st = splat__attn_pass1_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, &take);
+    int take[2];
+    st = splat__attn_pass_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, take);
   }
   if (npass) {
     *two_pass = st == SPLAT_OK;

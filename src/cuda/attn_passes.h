@@ -28,10 +28,10 @@ double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int
 
 /* What each pass's tile kernel is specialised for (kgen.h splat__kspec_for_pass): the most
  * segments a regular row has in the pass, its plan's query and key tiles (tile_plan.h: the
- * key tile half the single plan's where that computes less; the query tile 192 for pass 1
- * where splat__attn_pass1_rows takes it), the most rows of one of its query tiles, and
- * whether its kernel has three consumer warpgroups (wg3: pass 1 on 192-row tiles that TMA
- * serves whole, as splat__attn_pass1_rows checked). */
+ * key tile half the single plan's where that computes less; the query tile 192 where
+ * splat__attn_pass_rows takes it), the most rows of one of its query tiles, and whether its
+ * kernel has three consumer warpgroups (wg3: a pass on 192-row tiles that TMA serves whole,
+ * as splat__attn_pass_rows checked). */
 typedef struct splat__attn_pass_shape {
   int segs, tile_q, tile_k, tile_rows, wg3;
 } splat__attn_pass_shape;
@@ -46,20 +46,22 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
                                      splat__tile_plan pass[2], splat__acsr part[2],
                                      splat__attn_pass_shape shape[2], int *npass);
 
-/* Pass 1 (the contiguous segments) of a two-pass plan on 192-row query tiles, where the
- * rule of tile_rows.h (splat__tile_rows_choose) takes them for pass 1's own ACSR part[0]
- * and 128-row plan pass[0], for a plan of description d (query tiles left to splat; the
- * pass plans serve only the fused attention, so d's other ops do not matter) on a device of
- * arch with sm_count SMs (0: unknown) and smem_optin bytes of shared memory (0: no limit),
- * and the kernel splat__kspec_for_pass makes for it has three consumer warpgroups. Pass 1
- * of one or two segments a row (attn_passes.c says why) in bf16 only: pass 1's epilogue of f16
- * plans (rows of fp32 to the workspace) spills within three warpgroups' 160 registers. Then pass[0]
- * and shape[0] become the 192-row plan's and *take = 1; else both stay as they are and *take = 0.
- * Fails as splat__tile_rows_choose and splat__kspec_for_pass. */
-splat_status splat__attn_pass1_rows(const splat__acsr part[2], splat__tile_plan pass[2],
-                                    splat__attn_pass_shape shape[2], const splat_report *rep,
-                                    int64_t seq_k, const splat_plan_desc *d, const char *arch,
-                                    int sm_count, int smem_optin, int *take);
+/* Each pass of a two-pass plan on 192-row query tiles where the rule of tile_rows.h
+ * (splat__tile_rows_choose) takes them for the pass's own ACSR part[k] and 128-row plan
+ * pass[k] (pass 2's warpgroups counted with the idle ones: its phase classes need not fill
+ * whole 192-row tiles), for a plan of description d (query tiles left to splat; the pass plans
+ * serve only the fused attention, so d's other ops do not matter) on a device of arch with
+ * sm_count SMs (0: unknown) and smem_optin bytes of shared memory (0: no limit), and the
+ * kernel splat__kspec_for_pass makes for it has three consumer warpgroups. In bf16 only
+ * (f16's fp32 workspace rows spill within three warpgroups' 160 registers in pass 1's
+ * epilogue, and do not fit staged beside pass 2's stages), pass 1 of one or two segments a
+ * row and pass 2 of one (attn_passes.c says why). Then pass[k] and shape[k] become the
+ * 192-row plan's and take[k] = 1; else both stay as they are and take[k] = 0. Fails as
+ * splat__tile_rows_choose and splat__kspec_for_pass. */
+splat_status splat__attn_pass_rows(const splat__acsr part[2], splat__tile_plan pass[2],
+                                   splat__attn_pass_shape shape[2], const splat_report *rep,
+                                   int64_t seq_k, const splat_plan_desc *d, const char *arch,
+                                   int sm_count, int smem_optin, int take[2]);
 
 /* Each pass's attention tile spec for its shape (kgen.h splat__kspec_for_pass), in
  * spec[0..1], for a plan of report rep, dtype dt and head_dim on arch with smem_optin bytes
@@ -74,8 +76,8 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
 /* For `splat codegen` (no plan, no GPU): whether a plan of pattern p with the default K
  * and tile shape tile_q x tile_k would run its fused attention in two passes (as
  * splat__attn_passes_plan decides it for batch = heads = 1: the workspace limit aside), in
- * *two_pass, with the passes' shapes in shape[0..1] (pass 1 on 192-row tiles where
- * splat__attn_pass1_rows takes them on arch, tile_q 128 being splat's default and the SMs
+ * *two_pass, with the passes' shapes in shape[0..1] (each on 192-row tiles where
+ * splat__attn_pass_rows takes them on arch, tile_q 128 being splat's default and the SMs
  * unknown), and whether SPLAT_ATTN_SPLIT asks for split tiles (one pass only), in *split. */
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
                                            int head_dim, splat_dtype dt, const char *arch,

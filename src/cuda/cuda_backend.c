@@ -261,12 +261,12 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
                                plan->desc.head_dim, plan->desc.dtype, l->pass, l->part, l->shape,
                                &l->npass);
-  /* Pass 1 on 192-row tiles where the rule takes them (query tiles left to splat). */
-  int take = 0;
+  /* Each pass on 192-row tiles where the rule takes them (query tiles left to splat). */
+  int take[2];
   if (st == SPLAT_OK && l->npass && plan->tile_q_left)
-    st = splat__attn_pass1_rows(l->part, l->pass, l->shape, &plan->report, plan->seq_k, &plan->desc,
-                                p->cu->dev.arch, p->cu->dev.sm_count,
-                                p->cu->dev.max_smem_per_block_optin, &take);
+    st = splat__attn_pass_rows(l->part, l->pass, l->shape, &plan->report, plan->seq_k, &plan->desc,
+                               p->cu->dev.arch, p->cu->dev.sm_count,
+                               p->cu->dev.max_smem_per_block_optin, take);
   int kernels = 1; /* each pass's tile kernel, for its rows; without either, one pass */
   if (st == SPLAT_OK && l->npass) {
     st = splat__attn_pass_specs(l->spec, l->shape, &plan->report, plan->desc.dtype,
@@ -579,7 +579,7 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan) {
   splat__tile_plan t192;
   int take = 0;
   splat_status st = splat__tile_rows_choose(&plan->acsr, &plan->tiles, plan->seq_k, &plan->desc,
-                                            dev->arch, dev->sm_count, &t192, &take);
+                                            dev->arch, dev->sm_count, 0, &t192, &take);
   const double ms = splat__now_ms() - t0;
   splat_report r192 = plan->report; /* the fields the report does not build: the analysis's */
   if (st == SPLAT_OK && take) st = splat__report_build(&plan->acsr, &t192, &r192);

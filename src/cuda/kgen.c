@@ -197,13 +197,15 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
     /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
      * buffer, two task records (48 bytes each); in pass 2's kernels, its staged pass-1
      * rows where they fit (the room below; the kernel stages them when SPLAT_TILE_SMEM,
-     * this size, includes them: SPLAT_WS_STAGED; two barriers, then the rows' O (fp16 in
+     * this size, includes them: SPLAT_WS_STAGED; a barrier a warpgroup in 16 or 32 bytes
+     * (SPLAT_WS_PFULL_BYTES), then the rows' O (fp16 in
      * bf16 plans, else floats) and m, l (and a unit) in 16 bytes; attention_common.cuh
      * SPLAT_ROWPART_COPY) */
     const int base =
         1024 + (2 * tq + 2 * s->stages * s->kt) * splat__kspec_ws_cols(s->head_dim) * 2 +
         8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 + 2 * 48;
-    const int staged = 16 + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
+    const int staged =
+        (s->warps == 12 ? 32 : 16) + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
     /* The room: a CTA's opt-in; with one warpgroup, half an SM's shared memory (the opt-in
      * and the 1 KB reserved per CTA) less that 1 KB, so two CTAs still share an SM. The
      * kernel stages its rows when its shared memory (SPLAT_TILE_SMEM) includes them. */

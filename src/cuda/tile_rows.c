@@ -49,7 +49,8 @@ static double predicated_share(const splat__tile_plan *t) {
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
   const splat__tile_plan *a = c->t128, *b = c->t192;
   if (!c->served || c->two_pass || splat__tile_plan_max_rows(b) <= 128) return 0;
-  if ((double)c->work192 > SPLAT__TILE_ROWS_MAX_WORK * (double)c->work128) return 0;
+  const double max_work = c->idle ? SPLAT__TILE_ROWS_MAX_SLOTS : SPLAT__TILE_ROWS_MAX_WORK;
+  if ((double)c->work192 > max_work * (double)c->work128) return 0;
   const double pa = predicated_share(a), pb = predicated_share(b);
   if (c->head_dim > 48 && pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
     return 0;
@@ -59,18 +60,18 @@ int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
 
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,
                                      int64_t seq_k, const splat_plan_desc *d, const char *arch,
-                                     int sm_count, splat__tile_plan *t192, int *take) {
+                                     int sm_count, int idle, splat__tile_plan *t192, int *take) {
   *take = 0;
   if (!splat__tile_rows_try(d, arch)) return SPLAT_OK;
   splat_status st = splat__tile_plan_build(a, 192, d->tile_k, t192);
   if (st != SPLAT_OK) return st;
-  splat__tile_rows_case c = {t128,    t192, 0, 0, 0, 0, (int)d->head_dim, d->batch * d->heads,
+  splat__tile_rows_case c = {t128,    t192, 0, 0, idle, 0, 0, (int)d->head_dim, d->batch * d->heads,
                              sm_count};
   c.served = splat__tma_serves_plan(t192, seq_k);
   c.two_pass = splat__tile_plan_may_pass(a, t192);
   if (c.served && !c.two_pass) {
-    c.work128 = splat__tile_rows_work(a, t128);
-    c.work192 = splat__tile_rows_work(a, t192);
+    c.work128 = splat__tile_rows_work(a, t128, idle ? 2 : 0);
+    c.work192 = splat__tile_rows_work(a, t192, idle ? 3 : 0);
   }
   *take = splat__tile_rows_prefer_192(&c);
   if (*take) {
@@ -84,12 +85,15 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
-int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t) {
+int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t, int blocks) {
   int64_t work = 0;
   for (int64_t q = 0; q < t->ntiles; q++) {
     const splat__query_tile *qt = &t->tiles[q];
     const splat__key_run *runs = t->runs + qt->run_begin;
+    int64_t heaviest = 0; /* the most sub-tiles of one of the tile's blocks */
+    const int32_t nblocks = (qt->nrows + 63) / 64;
     for (int32_t rb = 0; rb < qt->nrows; rb += 64) {
+      const int64_t before = work;
       const int64_t p0 = qt->row_begin + rb;
       const int64_t p1 = p0 + (qt->nrows - rb < 64 ? qt->nrows - rb : 64);
       splat__key_group hull_of = {0, 0, 0}; /* the group of lo..hi (stride 0: none yet) */
@@ -123,7 +127,9 @@ int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t) {
         if (k1 > r->ntiles - 1) k1 = r->ntiles - 1;
         if (k1 >= k0) work += k1 - k0 + 1;
       }
+      if (work - before > heaviest) heaviest = work - before;
     }
+    if (blocks > nblocks) work += (blocks - nblocks) * heaviest;
   }
   return work;
 }

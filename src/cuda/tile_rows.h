@@ -3,8 +3,8 @@
  * consumer warpgroups of the sm_90a warp-specialised kernel would run its fused attention
  * on tiles of 192 rows, and those tiles compute little more, the plan takes 192-row tiles
  * instead (splat__tile_rows_choose, which cuda_backend.c splat__cuda_plan_tile_rows and
- * `splat codegen` call, and attn_passes.c splat__attn_pass1_rows for pass 1 of a two-pass
- * plan; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59, v60). Pure C. */
+ * `splat codegen` call, and attn_passes.c splat__attn_pass_rows for each pass of a two-pass
+ * plan; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59, v60, v61). Pure C. */
 #ifndef SPLAT_CUDA_TILE_ROWS_H
 #define SPLAT_CUDA_TILE_ROWS_H
 
@@ -27,6 +27,7 @@ int splat__tile_rows_try(const splat_plan_desc *d, const char *arch);
 typedef struct splat__tile_rows_case {
   const splat__tile_plan *t128, *t192; /* the 128-row and 192-row tile plans */
   int64_t work128, work192;            /* their warpgroups' sub-tiles (splat__tile_rows_work) */
+  int idle;     /* the work counts idle warpgroups (pass 2 of two: SPLAT__TILE_ROWS_MAX_SLOTS) */
   int served;   /* TMA views serve every key sub-tile of the 192-row plan (tma_views.h) */
   int two_pass; /* its fused attention may run two passes (splat__tile_plan_may_pass) */
   int head_dim;
@@ -37,6 +38,12 @@ typedef struct splat__tile_rows_case {
 /* The most sub-tiles the 192-row plan's warpgroups may compute per sub-tile of the 128-row
  * plan's, and the fewest rounds of 192-row work items over the SMs (tile_rows.c says why). */
 #define SPLAT__TILE_ROWS_MAX_WORK 1.05
+/* Pass 2 of a two-pass plan (its phase classes, attn_passes.c): the most sub-tiles the
+ * 192-row plan's warpgroups may compute, idle ones counted (splat__tile_rows_work), per
+ * sub-tile of the 128-row plan's. A class of 1024 rows (strided(64) at 65536) is five tiles
+ * of 192 rows and one of 64, whose item leaves two of three warpgroups idle: 1.125x; one of
+ * 256 (at 16384), 192 + 64: 1.5x (tile_rows.c says what was measured). */
+#define SPLAT__TILE_ROWS_MAX_SLOTS 1.15
 #define SPLAT__TILE_ROWS_MIN_ROUNDS 4
 /* Above head_dim 48: a 128-row plan with at most this share of its key tiles predicated
  * keeps 128 rows where the 192-row plan's share is more than SPLAT__TILE_ROWS_MORE_PREDICATED
@@ -46,26 +53,29 @@ typedef struct splat__tile_rows_case {
 
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
  * warpgroups (served, no two passes, tiles of more than 128 rows); its warpgroups compute at
- * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles; above head_dim 48, it does not predicate
- * much more of a plan the 128-row one runs nearly full (SPLAT__TILE_ROWS_FULL,
- * SPLAT__TILE_ROWS_MORE_PREDICATED); and its work items fill at least
+ * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles (idle: SPLAT__TILE_ROWS_MAX_SLOTS); above
+ * head_dim 48, it does not predicate much more of a plan the 128-row one runs nearly full
+ * (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED); and its work items fill at least
  * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (where sm_count is known). */
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
 
 /* The whole choice for a plan of description d (tile_q left to splat, the rest as plan
  * creation fills it) on a device of arch with sm_count SMs (0: unknown), whose analysis gave
- * ACSR a over seq_k keys and the 128-row tile plan t128: where splat__tile_rows_try and then
+ * ACSR a over seq_k keys and the 128-row tile plan t128, its warpgroups' work counted with
+ * the idle ones where idle is 1 (pass 2 of a two-pass plan): where splat__tile_rows_try and then
  * splat__tile_rows_prefer_192 take 192-row tiles, *take = 1 and the 192-row tile plan in
  * *t192 (the caller frees it); else *take = 0 and nothing is kept. Fails as
  * splat__tile_plan_build (out of memory). */
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,
                                      int64_t seq_k, const splat_plan_desc *d, const char *arch,
-                                     int sm_count, splat__tile_plan *t192, int *take);
+                                     int sm_count, int idle, splat__tile_plan *t192, int *take);
 
 /* The consumer warpgroups' 128-key sub-tiles of plan t over pattern a: over its query
  * tiles' 64-row blocks, every key tile of a full run, and the key tiles of a predicated run
  * that meet the hull of the block's rows' intervals in its group (a warpgroup skips the
- * others). Plans of 128-key tiles. */
-int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t);
+ * others). With blocks > 0, a tile of fewer rows than blocks x 64 also counts its missing
+ * blocks, each as its heaviest one: the idle warpgroups of a kernel of that many, whose
+ * item lasts as long as its busiest. Plans of 128-key tiles. */
+int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t, int blocks);
 
 #endif

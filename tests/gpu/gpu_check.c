@@ -732,10 +732,10 @@ static void check_host_pointers(splat_context *ctx) {
 
 /* Plans of the fused attention alone at 4096 with batch 2 and 16 heads (over 16 KV heads,
  * and over 4 in [B,S,H,D] storage): the shapes where a CUDA plan may take 192-row query
- * tiles (docs/cuda.md, Query tiles: on an H100 all but the last three of these do at head_dim
- * 64, and the last, strided | window, runs its first pass on them in bf16; the tiles column
- * shows the plan's tile, not a pass's). 16-bit dtypes, head_dim 64 and 40 unless --dims names
- * others. */
+ * tiles (docs/cuda.md, Query tiles: on an H100 all but the last four of these do at head_dim
+ * 64; in bf16, strided(64) | window(64) runs its first pass on them, and strided(8) |
+ * window(8) its second, whose phase classes have 512 rows; the tiles column shows the plan's
+ * tile, not a pass's). 16-bit dtypes, head_dim 64 and 40 unless --dims names others. */
 static void attention_plans(splat_context *ctx, const char *filter, const int *dims, int ndims,
                             const splat_dtype *dts, int ndts) {
   static const char *specs[] = {"window(37)",
@@ -747,7 +747,8 @@ static void attention_plans(splat_context *ctx, const char *filter, const int *d
                                 "bigbird(10,0,3,0,1)",
                                 "longformer(256,64)",
                                 "bigbird(16,1,2,3,7)",
-                                "strided(64) | window(64)"};
+                                "strided(64) | window(64)",
+                                "strided(8)|window(8)"};
   const shape full = {2, 16, 16, 0}, gqa = {2, 16, 4, 1};
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     const ref_pattern *rp = splat_ref_pattern_find(specs[i]);
