@@ -1061,10 +1061,10 @@ static void test_tma_view_keys(void) {
       (long long)plan_served, (long long)plan_subtiles);
 }
 
-/* splat__tma_serves_plan on chosen plans: a plain window at 4096 is served, a window at
- * seq_k 4097 too (its last box is zero-filled past seq_k), fixed(100,30) is not (its summary
- * columns, pieces of 30 keys, take no view: a box holds whole pieces of a width dividing 64).
- * The reference plans: test_tma_view_keys. */
+/* splat__tma_serves_plan (and splat__tma_serves_after) on chosen plans: a plain window at 4096 is
+ * served, a window at seq_k 4097 too (its last box is zero-filled past seq_k), fixed(100,30) is not
+ * (its summary columns, pieces of 30 keys, take no view: a box holds whole pieces of a width
+ * dividing 64). The reference plans: test_tma_view_keys. */
 static void test_tma_serves_plan(void) {
   const char *specs[3] = {"window(256)", "window(256)", "fixed(100,30)"};
   const int64_t seqs[3] = {4096, 4097, 4096};
@@ -1078,6 +1078,25 @@ static void test_tma_serves_plan(void) {
            (long long)seqs[i]);
     free_plans(pat, &a, &t, 0, NULL, NULL);
   }
+  /* After a plan whose runs take all four views ((1,1), (2,1), (3,1), (5,1): pass 1 before
+   * pass 2), dilated(32,2) (stride 2) is served by the view it shares, dilated(32,4) is not:
+   * its stride-4 view has no slot left; alone, both are. */
+  splat_pattern *pb = NULL;
+  splat__acsr ab;
+  splat__tile_plan tb;
+  square_plan("dilated(4,2) | dilated(4,3) | dilated(4,5)", 4096, 192, &pb, &ab, &tb);
+  const char *after[2] = {"dilated(32,2)", "dilated(32,4)"};
+  for (int i = 0; i < 2; i++) {
+    splat_pattern *pat = NULL;
+    splat__acsr a;
+    splat__tile_plan t;
+    square_plan(after[i], 4096, 192, &pat, &a, &t);
+    CHECKF(splat__tma_serves_plan(&t, 4096) && splat__tma_serves_after(NULL, &t, 4096) &&
+               splat__tma_serves_after(&tb, &t, 4096) == (i == 0),
+           "%s after four views", after[i]);
+    free_plans(pat, &a, &t, 0, NULL, NULL);
+  }
+  free_plans(pb, &ab, &tb, 0, NULL, NULL);
 }
 
 /* Whether a plan takes 192-row query tiles (tile_rows.h): which plans try them, then the
@@ -1194,6 +1213,15 @@ static void test_tile_rows(void) {
   /* Counted on three warpgroups, each tile's third (idle) one as its heaviest block: 2. */
   CHECKF(splat__tile_rows_work(&a, &t, 3) == 1 + 2 + 2 + 2 + 2 + 2, "%lld",
          (long long)splat__tile_rows_work(&a, &t, 3));
+  free_plans(pat, &a, &t, 0, NULL, NULL);
+  /* At 192 rows: tile 0 as above (1 + 2), tile 1's 64 rows (keys 64-191) one key tile, which
+   * its idle second warpgroup counts again on two warpgroups, twice on three. */
+  square_plan("window(64)", 192, 128, &pat, &a, &t);
+  CHECKF(t.ntiles == 2 && splat__tile_rows_work(&a, &t, 0) == 1 + 2 + 1 &&
+             splat__tile_rows_work(&a, &t, 2) == 1 + 2 + 1 + 1 &&
+             splat__tile_rows_work(&a, &t, 3) == 1 + 2 + 2 + 1 + 1 + 1,
+         "%lld %lld %lld", (long long)splat__tile_rows_work(&a, &t, 0),
+         (long long)splat__tile_rows_work(&a, &t, 2), (long long)splat__tile_rows_work(&a, &t, 3));
   free_plans(pat, &a, &t, 0, NULL, NULL);
 
   /* The whole choice (splat__tile_rows_choose) on window(256) at 16384: 192 rows for 32
@@ -1587,6 +1615,11 @@ static void test_attn_pass_rows(void) {
   d.head_dim = 64;
   CHECK(pass_rows_for(sw, 65536, &d, "sm_80", 232448) == 0);
   CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 101376) == 0);
+  /* 215 KB: pass 2's three warpgroups would not stage its rows (226 KB with them). */
+  {
+    const int got = pass_rows_for(sw, 65536, &d, "sm_90a", 215000);
+    CHECKF(got == 1, "%d", got);
+  }
   d.dtype = SPLAT_F16;
   CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 0);
   d.dtype = SPLAT_BF16;
@@ -1794,7 +1827,8 @@ static void test_attn_epilogues(void) {
                  p2.epi == SPLAT_EPI_PASS2 && p2.program == SPLAT__KPROG_PASS2,
              "pass 2: warps %d segs %d epi %d", p2.warps, p2.max_segs, p2.epi);
       /* Pass 2 stages its rows' pass-1 results in shared memory where two of its CTAs
-       * still share an SM: 64 rows of 64 fp16 and 16 bytes (bf16), and two barriers. */
+       * still share an SM: 64 rows of 64 fp16 and 16 bytes (bf16), and a barrier per
+       * warpgroup in 16 bytes (SPLAT_WS_PFULL_BYTES). */
       splat__kspec p2_unstaged = p2;
       p2_unstaged.epi = SPLAT_EPI_PASS1;
       CHECKF(splat__kspec_tile_smem(&p2) - splat__kspec_tile_smem(&p2_unstaged) == 16 + 64 * 144 &&

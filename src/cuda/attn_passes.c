@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
+#include "cuda/tma_views.h"
 
 #include "../../kernels/params.cuh"
 
@@ -99,6 +100,11 @@ static splat_status pass_rows(const splat__acsr part[2], splat__tile_plan pass[2
   splat_status st =
       splat__tile_rows_choose(&part[k], &pass[k], seq_k, &d1, arch, sm_count, k, &t192, &chosen);
   if (st != SPLAT_OK || !chosen) return st;
+  /* Pass 2's runs take the views pass 1's leave (tma_views.h). */
+  if (k == 1 && !splat__tma_serves_after(&pass[0], &t192, seq_k)) {
+    splat__tile_plan_free(&t192);
+    return SPLAT_OK;
+  }
   splat__attn_pass_shape s = shape[k];
   s.tile_q = 192;
   s.wg3 = 1;
@@ -106,7 +112,15 @@ static splat_status pass_rows(const splat__acsr part[2], splat__tile_plan pass[2
   splat__kspec ks;
   st = splat__kspec_for_pass(&ks, rep, d->dtype, (int)d->head_dim, smem_optin, arch, s.segs,
                              s.tile_q, s.tile_k, s.tile_rows, s.wg3, k + 1);
-  if (st == SPLAT_OK && ks.tile && ks.warps == 12) {
+  /* Pass 2 with its rows staged (the variant compiled and checked; without, from 199 to
+   * 226 KB of shared memory at head_dim 64, its merge would read them from L2). */
+  int staged = 1;
+  if (k == 1 && st == SPLAT_OK && ks.tile) {
+    splat__kspec plain = ks;
+    plain.epi = SPLAT_EPI_PLAIN;
+    staged = splat__kspec_tile_smem(&ks) > splat__kspec_tile_smem(&plain);
+  }
+  if (st == SPLAT_OK && ks.tile && ks.warps == 12 && staged) {
     splat__tile_plan_free(&pass[k]);
     pass[k] = t192;
     shape[k] = s;

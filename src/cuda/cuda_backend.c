@@ -977,9 +977,11 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
     if (prm.tma)
       splat__tma_q_encode(drv->cuTensorMapEncodeTiled, q, plan->desc.batch, plan->desc.heads,
                           plan->seq_q, plan->desc.head_dim, qstride, &prm);
-    if (!prm.tma && !p->spec[SPLAT__KOP_ATTENTION].gather) {
-      /* A kernel without the gather (three consumer warpgroups) where K and V take no tensor
-       * map (a driver without cuTensorMapEncodeTiled, or one refusing a map): the row kernel. */
+    if (!prm.tma &&
+        (!p->spec[SPLAT__KOP_ATTENTION].gather || (p->npass && !p->attn_pass2_spec.gather))) {
+      /* A kernel without the gather (three consumer warpgroups; either pass's) where K and V
+       * take no tensor map (a driver without cuTensorMapEncodeTiled, or one refusing a map):
+       * the row kernel. */
       splat__log(SPLAT__LOG_DEBUG,
                  "splat_attention: K and V take no tensor map and the plan's "
                  "attention kernel has no gather; the row kernel computes it");

@@ -35,11 +35,16 @@ void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
     runs[i].view = view_of(out, runs[i].stride, runs[i].width, runs[i].phase, seq_k);
 }
 
-int splat__tma_serves_plan(const splat__tile_plan *t, int64_t seq_k) {
+int splat__tma_serves_after(const splat__tile_plan *before, const splat__tile_plan *t,
+                            int64_t seq_k) {
   splat__tma_views views;
   memset(&views, 0, sizeof views);
   if (t->tile_k % SPLAT_TMA_BOX || t->nruns == 0) return 0; /* no runs: no views, no maps */
-  const int32_t boxes = t->tile_k / SPLAT_TMA_BOX;          /* a key tile's */
+  for (int64_t i = 0; before && i < before->nruns; i++) {
+    const splat__key_group *g = &before->runs[i].group;
+    (void)view_of(&views, g->stride, g->width, g->phase, seq_k);
+  }
+  const int32_t boxes = t->tile_k / SPLAT_TMA_BOX; /* a key tile's */
   for (int64_t i = 0; i < t->nruns; i++) {
     const splat__key_run *r = &t->runs[i];
     const splat__key_group *g = &r->group;
@@ -50,6 +55,10 @@ int splat__tma_serves_plan(const splat__tile_plan *t, int64_t seq_k) {
       if (!splat_tma_run_serves(v, b)) return 0;
   }
   return 1;
+}
+
+int splat__tma_serves_plan(const splat__tile_plan *t, int64_t seq_k) {
+  return splat__tma_serves_after(NULL, t, seq_k);
 }
 
 void splat__tma_views_assign_passes(splat_dev_run *runs, const int64_t nruns[2], const int ws[2],

@@ -32,6 +32,11 @@ void splat__tma_views_assign(splat_dev_run *runs, int64_t nruns, int64_t seq_k,
  * of every run (kernels/tma_view.cuh splat_tma_run_serves): the warp-specialised kernel
  * then needs no gather of K and V (SPLAT_WS_GATHER 0) wherever the inputs take tensor maps. */
 int splat__tma_serves_plan(const splat__tile_plan *t, int64_t seq_k);
+/* The same for plan t's runs after plan `before`'s have taken their views (pass 2 of a
+ * two-pass plan after pass 1: splat__tma_views_assign_passes gives pass 1's runs the first
+ * views); NULL before: splat__tma_serves_plan. */
+int splat__tma_serves_after(const splat__tile_plan *before, const splat__tile_plan *t,
+                            int64_t seq_k);
 
 /* The views of a two-pass plan: over the runs of the passes the warp-specialised kernel
  * runs (ws[k] nonzero), pass 1's nruns[0] runs followed by pass 2's nruns[1] in `runs`; the
