@@ -1071,8 +1071,8 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
   const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
-   * (pass_row, once a row: its segments appended, the arrays grown by doubling from the
-   * single ACSR's count, which strided | window's passes do not exceed). */
+   * (pass_row, once a row: its segments appended to arrays of K a row, whose pages past
+   * what the rows fill are never touched: no copies as they grow). */
   part[0] = part[1] = *a;
   part[0].row_seg = part[1].row_seg = NULL;
   part[0].segs = part[1].segs = NULL;
@@ -1080,12 +1080,11 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   /* r[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h), r[1]:
    * the strided pass's. */
   splat__segment r[2][SPLAT_MAX_SEGMENTS];
-  int64_t cap[2], n[2] = {0, 0};
+  int64_t n[2] = {0, 0};
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
-    cap[k] = a->row_seg[seq_q] + SPLAT_MAX_SEGMENTS;
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
-    part[k].segs = malloc((size_t)cap[k] * sizeof *part[k].segs);
+    part[k].segs = malloc((size_t)(seq_q * K + 1) * sizeof *part[k].segs);
     if (!part[k].row_seg || !part[k].segs)
       st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
   }
@@ -1093,18 +1092,8 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
     int m[2];
     pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &m[1],
              r[0], &m[0]);
-    for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
+    for (int k = 0; k < 2; k++) {
       part[k].row_seg[i] = n[k];
-      if (n[k] + m[k] > cap[k]) {
-        const int64_t want = 2 * cap[k] > n[k] + m[k] ? 2 * cap[k] : n[k] + m[k];
-        splat__segment *grown = realloc(part[k].segs, (size_t)want * sizeof *grown);
-        if (!grown) {
-          st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
-          break;
-        }
-        part[k].segs = grown;
-        cap[k] = want;
-      }
       memcpy(&part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
       n[k] += m[k];
     }
@@ -1124,8 +1113,11 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
        * kernels a predicated sub-tile per item (bench/NOTES.md v20). Only from widths that
        * are multiples of 128: the warp-specialised kernel takes key tiles of whole 64-key
        * sub-tiles. */
+      /* Not tried where it cannot: its tiles hold the pass's regular entries at least, so
+       * above 4/5 of this plan's work they exceed a fifth less. */
       splat__tile_plan half;
-      if (st == SPLAT_OK && single->tile_k % 128 == 0 &&
+      const int64_t regular = part[k].nnz - a->rem_nnz;
+      if (st == SPLAT_OK && single->tile_k % 128 == 0 && 5 * regular <= 4 * out[k].computed &&
           (st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k / 2, &half)) ==
               SPLAT_OK) {
         if (5 * half.computed <= 4 * out[k].computed) {
