@@ -283,6 +283,8 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
 }
 
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
+  const double t_begin = splat__now_ms();
+  double t_work = t_begin; /* when the workspaces' allocation began (the debug log's parts) */
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
   if (!plan_fits_int32(t) || a->seq_q >= INT32_MAX) {
@@ -344,6 +346,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
    * below copies the runs (a chunk keeps its run's table: the same rows). */
   splat__ws_tables tabs[3];
   memset(tabs, 0, sizeof tabs);
+  const double t_tables = splat__now_ms();
   if (st == SPLAT_OK && p->tile[SPLAT__KOP_ATTENTION]) {
     if (!npass && attn_ws(p)) {
       const splat__kspec *s = &p->spec[SPLAT__KOP_ATTENTION];
@@ -373,6 +376,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     if (sd.nmerge == 0) splat__tile_split_free(&sd);
   }
   int64_t off[26];
+  const double t_copy = splat__now_ms();
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
     off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
@@ -458,6 +462,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_ntiles[k] = pass[k].ntiles;
       p->pass_tile_q[k] = pass[k].tile_q;
     }
+    t_work = splat__now_ms();
     if (st == SPLAT_OK && npass) {
       p->npass = npass;
       st = splat__cuda_check(
@@ -476,6 +481,11 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       }
     }
   }
+  if (st == SPLAT_OK)
+    splat__log(SPLAT__LOG_DEBUG,
+               "plan upload: tiles, runs and views %.2f ms, interval tables and splits %.2f, "
+               "metadata staged and copied %.2f, workspaces %.2f",
+               t_tables - t_begin, t_copy - t_tables, t_work - t_copy, splat__now_ms() - t_work);
   splat__tile_split_free(&split);
   splat__tile_split_free(&sd);
   for (int k = 0; k < 3; k++) splat__ws_tables_free(&tabs[k]);
@@ -627,7 +637,10 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
   if (st == SPLAT_OK)
     st = splat__kspec_for_plan(p->spec, &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
                                cu->dev.max_smem_per_block_optin, cu->dev.arch, tma_all);
+  const double t_layout = splat__now_ms();
   if (st == SPLAT_OK) st = attn_layout_plan(p, plan, &al);
+  splat__log(SPLAT__LOG_DEBUG, "plan: the attention's layout (two passes, their tiles) %.2f ms",
+             splat__now_ms() - t_layout);
   if (st == SPLAT_OK) {
     splat__kspec_attn_epilogues(p->spec, al.npass > 0, al.max_ktiles > 0);
     if (al.npass) { /* each pass's own tile kernel */
