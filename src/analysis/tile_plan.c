@@ -1071,8 +1071,9 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
   const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
-   * (pass_row, once a row: its segments appended to arrays of K a row, whose pages past
-   * what the rows fill are never touched: no copies as they grow). */
+   * (pass_row, once a row: its segments appended to arrays of their most, whose pages past
+   * what the rows fill are never touched: no copies as they grow). A row's strided segments
+   * are at most its own count, its contiguous ones at most K. */
   part[0] = part[1] = *a;
   part[0].row_seg = part[1].row_seg = NULL;
   part[0].segs = part[1].segs = NULL;
@@ -1084,7 +1085,8 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
-    part[k].segs = malloc((size_t)(seq_q * K + 1) * sizeof *part[k].segs);
+    const int64_t most = k == 0 ? seq_q * K : a->row_seg[seq_q];
+    part[k].segs = malloc((size_t)(most + 1) * sizeof *part[k].segs);
     if (!part[k].row_seg || !part[k].segs)
       st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
   }
