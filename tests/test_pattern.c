@@ -2,6 +2,7 @@
  * sizes, row by row, against brute force (public rows, segments, columns); explicit
  * masks from arrays and .npy files; unions and intersections; random expressions;
  * parse and argument errors; and a timing printout of row evaluation. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -794,12 +795,57 @@ static void time_rows(const char *spec, int64_t seq) {
   splat_pattern_destroy(p);
 }
 
+/* A flat chain of terms is as deep as it is long: its canonical text must not cost the
+ * caller's stack a frame per term. Parsed on a thread with a 256 KiB stack (a 50000-term
+ * chain took over 2 MiB when the text was written recursively). */
+enum { CHAIN_TERMS = 49999 };
+typedef struct chain_job {
+  const char *spec;
+  splat_status parsed, joined;
+  int text_ok;
+} chain_job;
+
+static void *parse_chain(void *arg) {
+  chain_job *job = (chain_job *)arg;
+  splat_pattern *p = NULL, *u = NULL;
+  job->parsed = splat_pattern_parse(job->spec, 64, 0, &p);
+  if (job->parsed == SPLAT_OK) {
+    job->text_ok = !strcmp(splat_pattern_spec(p), job->spec);
+    job->joined = splat_pattern_intersect(p, p, &u);
+  }
+  splat_pattern_destroy(u);
+  splat_pattern_destroy(p);
+  return NULL;
+}
+
+static void test_long_chain(void) {
+  static const char term[] = "causal | ";
+  const size_t tl = sizeof term - 1;
+  char *spec = malloc(tl * CHAIN_TERMS + sizeof "window(2,2)");
+  CHECK(spec != NULL);
+  if (!spec) return;
+  for (int t = 0; t < CHAIN_TERMS; t++) memcpy(spec + t * tl, term, tl);
+  strcpy(spec + tl * CHAIN_TERMS, "window(2,2)");
+  chain_job job = {spec, SPLAT_ERR_INTERNAL, SPLAT_ERR_INTERNAL, 0};
+  pthread_attr_t attr;
+  pthread_t th;
+  CHECK(pthread_attr_init(&attr) == 0);
+  CHECK(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+  CHECK(pthread_create(&th, &attr, parse_chain, &job) == 0 && pthread_join(th, NULL) == 0);
+  pthread_attr_destroy(&attr);
+  CHECKF(job.parsed == SPLAT_OK, "%s", splat_last_error(NULL));
+  CHECK(job.text_ok);
+  CHECK(job.joined == SPLAT_OK);
+  free(spec);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/splat_test_pattern_XXXXXX");
   if (!mkdtemp(tmpdir)) snprintf(tmpdir, sizeof tmpdir, ".");
   test_segment_forms();
   test_cap();
   test_parse_errors();
+  test_long_chain();
   test_argument_errors();
   test_masks();
   test_random_expressions();

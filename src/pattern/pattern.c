@@ -45,8 +45,7 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
   }
 }
 
-static void print_node(strbuf *b, const splat_pattern *p, int k, int parent_and) {
-  const splat__pnode *n = &p->nodes[k];
+static void print_leaf(strbuf *b, const splat__pnode *n) {
   switch (n->kind) {
     case SPLAT__PN_DENSE:
       sb_printf(b, "dense");
@@ -83,24 +82,57 @@ static void print_node(strbuf *b, const splat_pattern *p, int k, int parent_and)
       sb_printf(b, "mask(%lldx%lld)", (long long)n->mask->rows, (long long)n->mask->cols);
       break;
     case SPLAT__PN_OR:
-    case SPLAT__PN_AND: {
-      const int is_and = n->kind == SPLAT__PN_AND;
-      const int paren = parent_and && !is_and;
-      if (paren) sb_printf(b, "(");
-      print_node(b, p, n->left, is_and);
-      sb_printf(b, is_and ? " & " : " | ");
-      print_node(b, p, n->right, is_and);
-      if (paren) sb_printf(b, ")");
+    case SPLAT__PN_AND: /* print_tree writes the operators */
       break;
-    }
   }
+}
+
+/* One step of printing: literal text, or node k (text NULL) under an intersection or not. */
+typedef struct print_item {
+  const char *text;
+  int k, parent_and;
+} print_item;
+
+/* The canonical text of node `root`, with an explicit stack: a chain of terms is as deep
+ * as it is long ("a | a | ... | a" of 50000 terms parses), which recursion would pay for
+ * in the caller's stack. An operator pops one item and pushes at most five, so 4 items a
+ * node plus one bound the stack. */
+static void print_tree(strbuf *b, const splat_pattern *p, int root) {
+  print_item *stack = malloc(((size_t)p->n_nodes * 4 + 1) * sizeof *stack);
+  if (!stack) {
+    b->oom = 1;
+    return;
+  }
+  int top = 0;
+  stack[top++] = (print_item){NULL, root, 0};
+  while (top > 0 && !b->oom) {
+    const print_item it = stack[--top];
+    if (it.text) {
+      sb_printf(b, "%s", it.text);
+      continue;
+    }
+    const splat__pnode *n = &p->nodes[it.k];
+    if (n->kind != SPLAT__PN_OR && n->kind != SPLAT__PN_AND) {
+      print_leaf(b, n);
+      continue;
+    }
+    const int is_and = n->kind == SPLAT__PN_AND;
+    const int paren = it.parent_and && !is_and;
+    /* Pushed in the reverse of the printing order. */
+    if (paren) stack[top++] = (print_item){")", 0, 0};
+    stack[top++] = (print_item){NULL, n->right, is_and};
+    stack[top++] = (print_item){is_and ? " & " : " | ", 0, 0};
+    stack[top++] = (print_item){NULL, n->left, is_and};
+    if (paren) stack[top++] = (print_item){"(", 0, 0};
+  }
+  free(stack);
 }
 
 /* ---------------------------------------------------------------- construction */
 
 static splat_status finish(splat_pattern *p, const char *who, splat_pattern **out) {
   strbuf b = {0};
-  print_node(&b, p, p->n_nodes - 1, 0);
+  print_tree(&b, p, p->n_nodes - 1);
   if (b.oom || !b.s) {
     free(b.s);
     splat_pattern_destroy(p);
