@@ -292,6 +292,39 @@ static void test_plan_ops(splat_context *ctx, splat_pattern *p) {
   free(q), free(o), free(s);
 }
 
+/* Shapes and strides each in range whose product is not: a plan whose tensors would have
+ * more than 2^60 elements, and a tensor whose strides reach past 2^60 elements, are refused
+ * with a message, before any element count or offset overflows int64. */
+static void test_huge_sizes(splat_context *ctx) {
+  splat_pattern *p = NULL;
+  splat_plan *plan = NULL;
+  CHECK(splat_pattern_parse("window(1)", 256, 0, &p) == SPLAT_OK);
+  const splat_plan_desc huge = {(int64_t)1 << 31, 65536, 0, 256, SPLAT_F32, 0, 0, 0, 0};
+  CHECK(splat_plan_create(ctx, p, &huge, &plan) == SPLAT_ERR_INVALID_ARGUMENT && !plan);
+  CHECKF(contains(splat_last_error(ctx), "q and out") &&
+             contains(splat_last_error(ctx), "batch=2147483648"),
+         "'%s'", splat_last_error(ctx));
+  splat_plan_destroy(plan);
+  splat_pattern_destroy(p);
+
+  /* 2^31 batches of one 4 x 1 head: small, but a batch stride of 2^40 reaches 2^71. */
+  CHECK(splat_pattern_parse("dense", 4, 0, &p) == SPLAT_OK);
+  const splat_plan_desc many = {(int64_t)1 << 31, 1, 0, 1, SPLAT_F32, 0, 0, 0, 0};
+  plan = NULL;
+  CHECK(splat_plan_create(ctx, p, &many, &plan) == SPLAT_OK);
+  if (plan) {
+    static float q[8], o[8];
+    splat_tensor tq = splat_tensor_contiguous(q, SPLAT_F32, (int64_t)1 << 31, 1, 4, 1);
+    splat_tensor to = splat_tensor_contiguous(o, SPLAT_F32, (int64_t)1 << 31, 1, 4, 1);
+    tq.strides[0] = (int64_t)1 << 40;
+    CHECK(splat_attention(plan, &tq, &tq, &tq, 0, &to, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+    CHECKF(contains(splat_last_error(ctx), "q.strides=[1099511627776,"), "'%s'",
+           splat_last_error(ctx));
+  }
+  splat_plan_destroy(plan);
+  splat_pattern_destroy(p);
+}
+
 int main(void) {
   test_names();
   test_context();
@@ -304,6 +337,7 @@ int main(void) {
     test_plan_desc(ctx, p);
     test_ops(ctx, p);
     test_plan_ops(ctx, p);
+    test_huge_sizes(ctx);
   }
   splat_pattern_destroy(p);
   splat_context_destroy(ctx);

@@ -52,6 +52,31 @@ static splat_status check_desc(const splat_plan_desc *d) {
   return SPLAT_OK;
 }
 
+/* Each tensor of the plan within 2^60 elements, so that element counts and offsets never
+ * overflow int64 (a desc in range, 2^31 batches x 65536 heads, over 256 rows x head_dim
+ * 256 would); run after the analysis, which sets the row width W. */
+static splat_status check_sizes(const splat_plan *plan) {
+  const splat_plan_desc *d = &plan->desc;
+  const struct {
+    const char *names, *rows, *cols;
+    int64_t heads, nrows, ncols;
+  } t[] = {
+      {"q and out", "seq_q", "head_dim", d->heads, plan->seq_q, d->head_dim},
+      {"k and v", "seq_k", "head_dim", d->heads_kv, plan->seq_k, d->head_dim},
+      {"scores and probs", "seq_q", "row width W", d->heads, plan->seq_q, plan->acsr.row_width}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    const __int128 n = (__int128)d->batch * t[i].heads * t[i].nrows * t[i].ncols;
+    if (n > (__int128)1 << 60) {
+      return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                         "splat_plan_create: %s would have batch=%lld x heads=%lld x %s=%lld x "
+                         "%s=%lld = %.3g elements; a tensor may have at most 2^60",
+                         t[i].names, (long long)d->batch, (long long)t[i].heads, t[i].rows,
+                         (long long)t[i].nrows, t[i].cols, (long long)t[i].ncols, (double)n);
+    }
+  }
+  return SPLAT_OK;
+}
+
 /* Builds the analysis of a plan; on failure everything built so far is freed. */
 static splat_status analyse(splat_plan *plan, const splat_pattern *pattern) {
   double t0 = splat__now_ms();
@@ -112,6 +137,11 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   st = analyse(plan, pattern);
   if (st != SPLAT_OK) {
     free(plan);
+    return splat__capture(ctx->error, st);
+  }
+  st = check_sizes(plan);
+  if (st != SPLAT_OK) {
+    splat_plan_destroy(plan);
     return splat__capture(ctx->error, st);
   }
   if (ctx->backend == SPLAT_BACKEND_CUDA) { /* device metadata and kernels */

@@ -91,6 +91,20 @@ splat_status splat__check_tensor(const char *fn, const char *name, const splat_t
                          (long long)s);
     }
   }
+  /* Offsets must stay far inside int64 (byte spans, kernel addressing): |stride| <= 2^40
+   * over a dimension of 2^31 would not, and no memory is that large anyway. */
+  __int128 reach = 0;
+  for (int d = 0; d < 4; d++) {
+    reach += (__int128)(t->strides[d] < 0 ? -t->strides[d] : t->strides[d]) * (t->shape[d] - 1);
+  }
+  if (reach > (__int128)1 << 60) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: %s.strides=[%lld,%lld,%lld,%lld] over shape %s reach element %.3g "
+                       "from the first; a tensor must lie within 2^60 elements",
+                       fn, name, (long long)t->strides[0], (long long)t->strides[1],
+                       (long long)t->strides[2], (long long)t->strides[3],
+                       shape_text(t->shape, a, sizeof a), (double)reach);
+  }
   if (is_output && !non_overlapping(t)) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
                        "%s: output %s has strides [%lld,%lld,%lld,%lld] that make elements "
