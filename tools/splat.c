@@ -655,9 +655,10 @@ static int cmd_codegen(int argc, char **argv) {
       } else if (!strcmp(a, "--arch")) {
         /* sm_XY, sm_XYa or sm_XYf with XY >= 80: the kernels use cp.async, bf16, ldmatrix */
         char *end = NULL;
+        errno = 0; /* sm_99999999999999999999 saturates strtol: ERANGE, refused */
         long cc =
             strncmp(v, "sm_", 3) || !isdigit((unsigned char)v[3]) ? 0 : strtol(v + 3, &end, 10);
-        if (cc < 80 || !end || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
+        if (cc < 80 || errno == ERANGE || !end || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
           fprintf(stderr,
                   "splat codegen: --arch expects sm_80 or newer (e.g. sm_80, sm_90a), got '%s'\n",
                   v);
