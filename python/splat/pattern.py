@@ -319,6 +319,12 @@ class Pattern:
         return dense
 
     def _analyze(self, tile_q: int, tile_k: int, max_segments: int) -> _lib.SplatReport:
+        # C ints: ctypes would wrap 2**32 to 0 (the default) without a word.
+        for what, value in (("tile_q", tile_q), ("tile_k", tile_k), ("max_segments", max_segments)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise invalid(f"{what}={value!r} must be an integer")
+            if not -(2**31) <= value < 2**31:
+                raise invalid(f"{what}={value} does not fit the C int the library takes (0 = the default)")
         rep = _lib.SplatReport()
         _lib.check(
             _lib.lib().splat_analyze(self._handle, tile_q, tile_k, max_segments, ctypes.byref(rep))

@@ -47,6 +47,13 @@ def test_bad_pattern_arguments():
         splat.Pattern("causal", 10).row(10)
     with pytest.raises(splat.Error, match=r"seq=18446744073709551680 must be below 2\^63"):
         splat.Pattern("causal", 2**64 + 64)  # ctypes would have wrapped it to 64
+    # analysis arguments are C ints: 2**32 would have wrapped to 0, the default, silently
+    with pytest.raises(splat.Error, match=r"tile_q=4294967296 does not fit"):
+        splat.Pattern("causal", 10).report(tile_q=2**32)
+    with pytest.raises(splat.Error, match=r"max_segments=8589934592 does not fit"):
+        splat.Pattern("causal", 10).report_text(max_segments=2**33)
+    with pytest.raises(splat.Error, match=r"tile_k=2.0 must be an integer"):
+        splat.Pattern("causal", 10).report(tile_k=2.0)
 
 
 def test_empty_batch_gives_empty_outputs(rng):
