@@ -110,8 +110,8 @@ static void test_plan_desc(splat_context *ctx, splat_pattern *p) {
       {{1, 4, 0, 0, SPLAT_F32, 0, 0, 0, 0}, "head_dim=0"},
       {{1, 4, 0, 300, SPLAT_F32, 0, 0, 0, 0}, "head_dim=300"},
       {{1, 4, 0, D, (splat_dtype)5, 0, 0, 0, 0}, "dtype=5"},
-      {{1, 4, 0, D, SPLAT_F32, -1, 0, 0, 0}, "tile"},
-      {{1, 4, 0, D, SPLAT_F32, 0, 4096, 0, 0}, "tile"},
+      {{1, 4, 0, D, SPLAT_F32, -1, 0, 0, 0}, "tile_q=-1, tile_k=0"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 4096, 0, 0}, "tile_q=0, tile_k=4096"},
       {{1, 4, 0, D, SPLAT_F32, 0, 0, 9, 0}, "max_segments=9"},
       {{1, 4, 0, D, SPLAT_F32, 0, 0, 0, 16}, "ops=0x10"},
   };

@@ -37,8 +37,8 @@ static splat_status check_desc(const splat_plan_desc *d) {
   }
   if (d->tile_q < 0 || d->tile_q > MAX_TILE || d->tile_k < 0 || d->tile_k > MAX_TILE) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "%s: tile %dx%d: tile sizes must be in 1..%d (0 = %d)", fn, d->tile_q,
-                       d->tile_k, MAX_TILE, DEFAULT_TILE);
+                       "%s: tile_q=%d, tile_k=%d: tile sizes must be in 1..%d (0 = %d)", fn,
+                       d->tile_q, d->tile_k, MAX_TILE, DEFAULT_TILE);
   }
   if (d->ops & ~(unsigned)SPLAT_OPS_ALL) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
