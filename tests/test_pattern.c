@@ -289,6 +289,17 @@ static void test_segment_forms(void) {
     int n = segs_of("bigbird(16,1,2,3,7)", 4097, i, g);
     CHECKF(n >= 1 && n <= 5, "bigbird row %lld has %d segments", (long long)i, n);
   }
+  /* Random blocks that take every candidate: each row sees every column, found without
+   * drawing them (the analysis of the whole mask drew 65535 a row before: ~4e9 draws). */
+  splat_pattern *every = NULL;
+  CHECK(splat_pattern_parse("bigbird(1,0,0,70000,1)", 65536, 0, &every) == SPLAT_OK);
+  splat_report rep;
+  CHECK(splat_analyze(every, 0, 0, 0, &rep) == SPLAT_OK);
+  CHECKF(rep.nnz == (int64_t)65536 * 65536 && rep.rows_by_segments[1] == 65536,
+         "nnz %lld, rows of one segment %lld", (long long)rep.nnz,
+         (long long)rep.rows_by_segments[1]);
+  splat_pattern_destroy(every);
+  CHECK(segs_of("bigbird(4,1,1,1000,3)", 97, 60, g) == 1 && seg_eq(g[0], 0, 1, 97, 1));
 }
 
 static void test_cap(void) {

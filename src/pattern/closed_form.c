@@ -1,7 +1,8 @@
 /* closed_form.c — per-spec row generators: row i of dense, causal, window, dilated,
  * strided, fixed, blocked, global, longformer and bigbird as canonical segments in
- * O(1) each (bigbird: O(r^2) per query block), plus bigbird's seeded random blocks, and
- * for each leaf the rows after a given one that repeat it (unchanged or moved right). */
+ * O(1) each (bigbird: O(r^2) per query block, O(1) where r takes every candidate), plus bigbird's
+ * seeded random blocks, and for each leaf the rows after a given one that repeat it (unchanged or
+ * moved right). */
 #include "pattern/pattern_impl.h"
 
 /* Appends the range [lo, hi] (nothing when empty), merged into a preceding range it
@@ -49,6 +50,10 @@ static int bigbird_row(const splat__pnode *nd, int64_t i, int64_t seq_k, splat__
   for (int t = 0; t < ne; t++) excluded += e_hi[t] - e_lo[t] + 1;
   const int64_t m = nkb - excluded;
   const int64_t k = imin(r, m);
+  /* Every candidate drawn (Floyd's sampling of m ranks of m takes them all): the row sees
+   * every block, without the m draws (r near the number of blocks made the analysis
+   * quadratic in seq). */
+  if (k == m) return push_range(out, 0, cap, 0, seq_k - 1);
   /* Floyd's sampling of k distinct ranks in [0, m). */
   uint64_t state = nd->seed ^ ((uint64_t)qb * 0xD1342543DE82EF95ull);
   int64_t *ranks = bb->blocks;
