@@ -856,7 +856,7 @@ static void test_misuse(void) {
   CHECK(splat_analyze(p, -1, 0, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(strstr(splat_last_error(NULL), "tile_q") != NULL);
   CHECK(splat_analyze(p, 1025, 0, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(splat_last_error(NULL), "tile_q=1025") != NULL);
+  CHECK(strstr(splat_last_error(NULL), "splat_analyze: tile_q=1025") != NULL);
   CHECK(splat_analyze(p, 0, -3, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(strstr(splat_last_error(NULL), "tile_k=-3") != NULL);
   CHECK(splat_analyze(p, 0, 2000, 0, &r) == SPLAT_ERR_INVALID_ARGUMENT);
@@ -868,6 +868,7 @@ static void test_misuse(void) {
   CHECK(splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
   CHECK(r.tile_q == 128 && r.tile_k == 128 && r.max_segments == SPLAT_MAX_SEGMENTS);
   CHECK(splat_report_format(NULL, 0, NULL, 0, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(splat_last_error(NULL), "splat_report_format: report is NULL") != NULL);
   char buf[4];
   CHECK(splat_report_format(&r, 0, NULL, sizeof buf, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
   splat_report bad = r;

@@ -18,21 +18,23 @@
 static splat_status check_tile(const char *name, int v) {
   if (v < 0 || v > MAX_TILE)
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "%s=%d invalid: must be 0 (default 128) or 1..%d", name, v, MAX_TILE);
+                       "splat_analyze: %s=%d invalid: must be 0 (default 128) or 1..%d", name, v,
+                       MAX_TILE);
   return SPLAT_OK;
 }
 
 splat_status splat_analyze(const splat_pattern *pattern, int tile_q, int tile_k, int max_segments,
                            splat_report *out) {
-  if (!pattern) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "pattern is NULL");
-  if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "out (the report) is NULL");
+  if (!pattern) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_analyze: pattern is NULL");
+  if (!out)
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_analyze: out (the report) is NULL");
   splat_status st;
   if ((st = check_tile("tile_q", tile_q)) != SPLAT_OK) return st;
   if ((st = check_tile("tile_k", tile_k)) != SPLAT_OK) return st;
   if (max_segments < 0 || max_segments > SPLAT_MAX_SEGMENTS)
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "max_segments=%d invalid: must be 0 (default %d) or 1..%d", max_segments,
-                       SPLAT_MAX_SEGMENTS, SPLAT_MAX_SEGMENTS);
+                       "splat_analyze: max_segments=%d invalid: must be 0 (default %d) or 1..%d",
+                       max_segments, SPLAT_MAX_SEGMENTS, SPLAT_MAX_SEGMENTS);
   if (tile_q == 0) tile_q = 128;
   if (tile_k == 0) tile_k = 128;
   if (max_segments == 0) max_segments = SPLAT_MAX_SEGMENTS;
@@ -207,13 +209,16 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
 
 splat_status splat_report_format(const splat_report *report, int json, char *buf, size_t cap,
                                  size_t *len) {
-  if (!report) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "report is NULL");
+  if (!report)
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_report_format: report is NULL");
   if (!buf && cap > 0)
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "buf is NULL but cap=%zu is not 0", cap);
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "splat_report_format: buf is NULL but cap=%zu is not 0", cap);
   int K = report->max_segments;
   if (K < 0 || K > SPLAT_MAX_SEGMENTS)
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "report->max_segments=%d invalid: must be 0..%d",
-                       K, SPLAT_MAX_SEGMENTS);
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "splat_report_format: report->max_segments=%d invalid: must be 0..%d", K,
+                       SPLAT_MAX_SEGMENTS);
   sbuf b = {buf, cap, 0};
   if (cap > 0) buf[0] = '\0';
   if (json)
