@@ -214,6 +214,10 @@ typedef struct splat_report {
    * splat_analyze. */
   double kernels_ms;
   int kernels_compiled;
+  /* Device memory a CUDA plan holds from creation to destruction: its metadata (segments,
+   * tiles, runs, tables) and workspaces (two-pass attention's rows, split tiles' chunks).
+   * 0 for CPU plans and for splat_analyze. */
+  int64_t device_bytes;
 } splat_report;
 
 /* Analyses a pattern without a context: tile_q, tile_k (0 = 128), max_segments

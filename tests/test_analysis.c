@@ -785,7 +785,10 @@ static const char *field_names[] = {"seq_q",
                                     "tile_waste",
                                     "analysis_ms",
                                     "plan_ms",
-                                    "report_ms"};
+                                    "report_ms",
+                                    "kernels_ms",
+                                    "kernels_compiled",
+                                    "device_bytes"};
 
 static void test_format(void) {
   splat_report r;
@@ -842,7 +845,15 @@ static void test_format(void) {
   char one[1] = {'x'};
   CHECK(splat_report_format(&r, 1, one, 1, NULL) == SPLAT_OK && one[0] == '\0');
   printf("---- report of longformer(16,4) at 1000, tile 64x64 ----\n%s", txt);
+  /* an analysis holds no device memory and says none; a CUDA plan's report does */
+  CHECK(r.device_bytes == 0 && strstr(txt, "device") == NULL);
   free(txt);
+  r.device_bytes = (int64_t)3 << 20;
+  char held[4096];
+  CHECK(splat_report_format(&r, 0, held, sizeof held, NULL) == SPLAT_OK);
+  CHECKF(strstr(held, "3.0 MiB held by the plan") != NULL, "%s", held);
+  CHECK(splat_report_format(&r, 1, held, sizeof held, NULL) == SPLAT_OK);
+  CHECKF(strstr(held, "\"device_bytes\":3145728}") != NULL, "%s", held);
 }
 
 /* ------------------------------------------------------------ misuse */

@@ -106,6 +106,7 @@ class SplatReport(ctypes.Structure):
         ("report_ms", ctypes.c_double),
         ("kernels_ms", ctypes.c_double),
         ("kernels_compiled", ctypes.c_int),
+        ("device_bytes", _i64),
     ]
 
     def to_dict(self) -> Dict[str, object]:

@@ -323,6 +323,10 @@ def test_pattern_report():
     import json
 
     assert json.loads(pat.report_text(as_json=True))["nnz"] == rep["nnz"]
+    # an analysis holds no device memory; nor does a CPU plan
+    assert rep["device_bytes"] == 0 and json.loads(pat.report_text(as_json=True))["device_bytes"] == 0
+    plan = splat.ops.Plan(pat, 1, 2, 2, 8, 0, "cpu", splat._lib.OPS_ATTENTION)
+    assert plan.report()["device_bytes"] == 0
     np.testing.assert_array_equal(pat.row(50), np.nonzero(mask[50])[0])
     assert "longformer(8,2)" in repr(pat)
 

@@ -144,7 +144,8 @@ static void format_json(sbuf *b, const splat_report *r, int K) {
   sb_json_double(b, "plan_ms", r->plan_ms, 1);
   sb_json_double(b, "report_ms", r->report_ms, 1);
   sb_json_double(b, "kernels_ms", r->kernels_ms, 1);
-  sb_printf(b, "\"kernels_compiled\":%d", r->kernels_compiled);
+  sb_printf(b, "\"kernels_compiled\":%d,", r->kernels_compiled);
+  sb_printf(b, "\"device_bytes\":%lld", (long long)r->device_bytes);
   sb_printf(b, "}");
 #undef I64
 #undef INT
@@ -205,6 +206,9 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   if (r->kernels_ms > 0 || r->kernels_compiled > 0) /* a CUDA plan's; none for an analysis */
     sb_printf(b, "  kernels          %.3f ms (%d compiled, the rest from the kernel cache)\n",
               r->kernels_ms, r->kernels_compiled);
+  if (r->device_bytes > 0)
+    sb_printf(b, "device\n  memory           %.1f MiB held by the plan (metadata, workspaces)\n",
+              (double)r->device_bytes / (1 << 20));
 }
 
 splat_status splat_report_format(const splat_report *report, int json, char *buf, size_t cap,

@@ -74,7 +74,8 @@ void splat__cuda_context_close(splat__cuda_context *c) {
 
 struct splat__cuda_plan {
   splat__cuda_context *cu;
-  CUdeviceptr meta; /* one allocation for all metadata */
+  CUdeviceptr meta;     /* one allocation for all metadata */
+  int64_t device_bytes; /* meta's, part's and rowpart's bytes (splat_report.device_bytes) */
   splat_dev_pattern pat;
   int64_t ntiles, regular_rows;
   /* The fused attention's tiles: pat's, or with SPLAT_ATTN_SPLIT the split ones (slots,
@@ -168,8 +169,11 @@ static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int6
                        "%.1f GiB; raise SPLAT_ATTN_SPLIT (key tiles per chunk) or set it to 0",
                        (long long)nslots, bytes / (double)(1ull << 30));
   }
-  return splat__cuda_check(drv->cuMemAlloc(&p->part, (size_t)bytes ? (size_t)bytes : 256),
-                           "cuMemAlloc (the workspace of split attention tiles)");
+  const splat_status st =
+      splat__cuda_check(drv->cuMemAlloc(&p->part, (size_t)bytes ? (size_t)bytes : 256),
+                        "cuMemAlloc (the workspace of split attention tiles)");
+  if (st == SPLAT_OK) p->device_bytes += (int64_t)((size_t)bytes ? (size_t)bytes : 256);
+  return st;
 }
 
 /* A tile plan as the kernels read it, into tiles [t->ntiles] and runs [t->nruns]: tiles
@@ -409,6 +413,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   if (st == SPLAT_OK) {
     st = splat__cuda_check(drv->cuMemAlloc(&p->meta, s.size ? s.size : 256),
                            "cuMemAlloc (the plan's metadata)");
+    if (st == SPLAT_OK) p->device_bytes += (int64_t)(s.size ? s.size : 256);
     if (st == SPLAT_OK) {
       st = splat__cuda_check(drv->cuMemcpyHtoD(p->meta, s.buf, s.size),
                              "cuMemcpyHtoD (the plan's metadata)");
@@ -465,12 +470,12 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     t_work = splat__now_ms();
     if (st == SPLAT_OK && npass) {
       p->npass = npass;
-      st = splat__cuda_check(
-          drv->cuMemAlloc(&p->rowpart, (size_t)splat__attn_passes_bytes(
-                                           plan->desc.batch, plan->desc.heads, a->seq_q,
-                                           plan->desc.head_dim, plan->desc.dtype)),
-          "cuMemAlloc (the workspace of two-pass attention; "
-          "SPLAT_ATTN_PASSES=0 plans one pass without it)");
+      const size_t bytes = (size_t)splat__attn_passes_bytes(
+          plan->desc.batch, plan->desc.heads, a->seq_q, plan->desc.head_dim, plan->desc.dtype);
+      st = splat__cuda_check(drv->cuMemAlloc(&p->rowpart, bytes),
+                             "cuMemAlloc (the workspace of two-pass attention; "
+                             "SPLAT_ATTN_PASSES=0 plans one pass without it)");
+      if (st == SPLAT_OK) p->device_bytes += (int64_t)bytes;
     }
     if (st == SPLAT_OK && (p->part || p->rowpart)) {
       st = splat__cuda_check(drv->cuEventCreate(&p->ws_done, CU_EVENT_DISABLE_TIMING),
@@ -650,6 +655,7 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
     st = build_kernels(p, plan);
   }
   if (st == SPLAT_OK) st = upload(p, plan, &al);
+  if (st == SPLAT_OK) plan->report.device_bytes = p->device_bytes;
   attn_layout_free(&al);
   pop();
   if (st != SPLAT_OK) {
