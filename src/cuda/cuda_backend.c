@@ -169,10 +169,10 @@ static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int6
                        "%.1f GiB; raise SPLAT_ATTN_SPLIT (key tiles per chunk) or set it to 0",
                        (long long)nslots, bytes / (double)(1ull << 30));
   }
-  const splat_status st =
-      splat__cuda_check(drv->cuMemAlloc(&p->part, (size_t)bytes ? (size_t)bytes : 256),
-                        "cuMemAlloc (the workspace of split attention tiles)");
-  if (st == SPLAT_OK) p->device_bytes += (int64_t)((size_t)bytes ? (size_t)bytes : 256);
+  const size_t n = (size_t)bytes ? (size_t)bytes : 256;
+  const splat_status st = splat__cuda_check(drv->cuMemAlloc(&p->part, n),
+                                            "cuMemAlloc (the workspace of split attention tiles)");
+  if (st == SPLAT_OK) p->device_bytes += (int64_t)n;
   return st;
 }
 
@@ -411,9 +411,9 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     }
   }
   if (st == SPLAT_OK) {
-    st = splat__cuda_check(drv->cuMemAlloc(&p->meta, s.size ? s.size : 256),
-                           "cuMemAlloc (the plan's metadata)");
-    if (st == SPLAT_OK) p->device_bytes += (int64_t)(s.size ? s.size : 256);
+    const size_t n = s.size ? s.size : 256;
+    st = splat__cuda_check(drv->cuMemAlloc(&p->meta, n), "cuMemAlloc (the plan's metadata)");
+    if (st == SPLAT_OK) p->device_bytes += (int64_t)n;
     if (st == SPLAT_OK) {
       st = splat__cuda_check(drv->cuMemcpyHtoD(p->meta, s.buf, s.size),
                              "cuMemcpyHtoD (the plan's metadata)");
