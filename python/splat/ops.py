@@ -120,8 +120,17 @@ class PlanCache:
             self._plans.clear()
 
     def info(self) -> Dict[str, int]:
+        """Size, capacity, hits and misses, and ``device_bytes``: the device memory its
+        plans hold (metadata and workspaces; 0 for CPU plans)."""
         with self._lock:
-            return {"size": len(self._plans), "capacity": self.capacity, "hits": self.hits, "misses": self.misses}
+            held = sum(int(p.report()["device_bytes"]) for p in self._plans.values())
+            return {
+                "size": len(self._plans),
+                "capacity": self.capacity,
+                "hits": self.hits,
+                "misses": self.misses,
+                "device_bytes": held,
+            }
 
 
 def _cache_size() -> int:

@@ -282,6 +282,7 @@ def test_plan_cache_reuses_plans(rng):
     info = splat.plan_cache.info()
     assert info["misses"] - before["misses"] == 1
     assert info["hits"] - before["hits"] == 3
+    assert info["size"] >= 1 and info["device_bytes"] == 0  # CPU plans hold no device memory
     splat.attention(q.astype(np.float16), q.astype(np.float16), q.astype(np.float16), pat)
     assert splat.plan_cache.info()["misses"] - before["misses"] == 2
 
