@@ -983,33 +983,32 @@ static void pass_row(const splat__segment *segs, int n, int K, splat__segment *o
       out1[(*n1)++] = segs[s];
   }
   if (*n0 == 0 || *n1 == 0) return;
-  /* Keys and points lie in [0, seq_k): int32 throughout (its divisions are the loop's cost). */
-  const int32_t d = out0[0].stride, ph = out0[0].start % d;
+  const int64_t d = out0[0].stride, ph = out0[0].start % d;
   for (int s = 0; s < *n0; s++)
     if (out0[s].stride != d || out0[s].width != 1 || out0[s].start % d != ph) return;
   /* The lattice as ranges of points [lo, hi] (step d), the strided segments' and each
    * contiguous segment's points; the contiguous segments less those points. */
-  int32_t lo[2 * SPLAT_MAX_SEGMENTS + 2], hi[2 * SPLAT_MAX_SEGMENTS + 2];
+  int64_t lo[2 * SPLAT_MAX_SEGMENTS + 2], hi[2 * SPLAT_MAX_SEGMENTS + 2];
   splat__segment c[SPLAT_MAX_SEGMENTS];
   int nr = 0, nc = 0;
   for (int s = 0; s < *n0; s++) {
     lo[nr] = out0[s].start;
-    hi[nr++] = out0[s].start + (out0[s].count - 1) * d;
+    hi[nr++] = out0[s].start + (int64_t)(out0[s].count - 1) * d;
   }
   for (int s = 0; s < *n1; s++) {
-    const int32_t a0 = out1[s].start, a1 = a0 + out1[s].count - 1;       /* keys [a0, a1] */
-    const int32_t p0 = a0 + (int32_t)(((ph - a0) % d + (int64_t)d) % d); /* first point >= a0 */
-    int32_t from = a0;
-    for (int64_t q = p0; q <= a1; q += d) { /* int64: q + d may pass INT32_MAX */
+    const int64_t a0 = out1[s].start, a1 = a0 + out1[s].count - 1; /* keys [a0, a1] */
+    const int64_t p0 = a0 + ((ph - a0) % d + d) % d;               /* first point >= a0 */
+    int64_t from = a0;
+    for (int64_t q = p0; q <= a1; q += d) {
       if (q > from) {
         if (nc == K) return;
-        c[nc++] = (splat__segment){from, 1, (int32_t)q - from, 1};
+        c[nc++] = (splat__segment){(int32_t)from, 1, (int32_t)(q - from), 1};
       }
-      from = (int32_t)q + 1;
+      from = q + 1;
     }
     if (from <= a1) {
       if (nc == K) return;
-      c[nc++] = (splat__segment){from, 1, a1 - from + 1, 1};
+      c[nc++] = (splat__segment){(int32_t)from, 1, (int32_t)(a1 - from + 1), 1};
     }
     if (p0 <= a1) {
       if (nr == 2 * SPLAT_MAX_SEGMENTS + 2) return;
@@ -1020,13 +1019,13 @@ static void pass_row(const splat__segment *segs, int n, int K, splat__segment *o
   /* Sort the ranges by start (few) and merge those d apart. */
   for (int x = 1; x < nr; x++)
     for (int y = x; y > 0 && lo[y] < lo[y - 1]; y--) {
-      const int32_t tl = lo[y], th = hi[y];
+      const int64_t tl = lo[y], th = hi[y];
       lo[y] = lo[y - 1], hi[y] = hi[y - 1];
       lo[y - 1] = tl, hi[y - 1] = th;
     }
   int m = 0;
   for (int x = 1; x < nr; x++) {
-    if (lo[x] == (int64_t)hi[m] + d)
+    if (lo[x] == hi[m] + d)
       hi[m] = hi[x];
     else
       m++, lo[m] = lo[x], hi[m] = hi[x];
@@ -1035,9 +1034,10 @@ static void pass_row(const splat__segment *segs, int n, int K, splat__segment *o
   if (m > *n0) return;
   for (int x = 0; x < m; x++)
     if (hi[x] == lo[x]) return; /* a lone point: its canonical form is contiguous */
-  for (int x = 0; x < m; x++) out0[x] = (splat__segment){lo[x], d, (hi[x] - lo[x]) / d + 1, 1};
+  for (int x = 0; x < m; x++)
+    out0[x] = (splat__segment){(int32_t)lo[x], (int32_t)d, (int32_t)((hi[x] - lo[x]) / d + 1), 1};
   *n0 = m;
-  for (int x = 0; x < nc; x++) out1[x] = c[x];
+  memcpy(out1, c, (size_t)nc * sizeof *c);
   *n1 = nc;
 }
 
@@ -1096,7 +1096,7 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
              r[0], &m[0]);
     for (int k = 0; k < 2; k++) {
       part[k].row_seg[i] = n[k];
-      for (int x = 0; x < m[k]; x++) part[k].segs[n[k] + x] = r[k][x];
+      memcpy(&part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
       n[k] += m[k];
     }
   }

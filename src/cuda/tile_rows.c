@@ -62,10 +62,7 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
                                      int64_t seq_k, const splat_plan_desc *d, const char *arch,
                                      int sm_count, int idle, splat__tile_plan *t192, int *take) {
   *take = 0;
-  /* A plan that may run two passes keeps 128 rows (the passes choose theirs): known from the
-   * 128-row plan before the 192-row one is built (its 2 ms at 65536 rows saved); the
-   * 192-row plan is checked again below, since it may compute more. */
-  if (!splat__tile_rows_try(d, arch) || splat__tile_plan_may_pass(a, t128)) return SPLAT_OK;
+  if (!splat__tile_rows_try(d, arch)) return SPLAT_OK;
   splat_status st = splat__tile_plan_build(a, 192, d->tile_k, t192);
   if (st != SPLAT_OK) return st;
   splat__tile_rows_case c = {t128,    t192, 0, 0, idle, 0, 0, (int)d->head_dim, d->batch * d->heads,
