@@ -851,7 +851,7 @@ static void test_format(void) {
   r.device_bytes = (int64_t)3 << 20;
   char held[4096];
   CHECK(splat_report_format(&r, 0, held, sizeof held, NULL) == SPLAT_OK);
-  CHECKF(strstr(held, "3.0 MiB held by the plan") != NULL, "%s", held);
+  CHECKF(strstr(held, "3.00 MiB held by the plan") != NULL, "%s", held);
   CHECK(splat_report_format(&r, 1, held, sizeof held, NULL) == SPLAT_OK);
   CHECKF(strstr(held, "\"device_bytes\":3145728}") != NULL, "%s", held);
 }

@@ -558,11 +558,13 @@ static int cmd_run(int argc, char **argv) {
       splat_backend_name(splat_context_backend(ctx)));
   printf(
       "plan:      nnz %lld (density %.2f%%), row width %lld, %.1f%% regular, %lld query tiles, "
-      "%lld key runs, tile waste %.2fx; created in %.2f ms (kernels %.2f ms, %d compiled), "
-      "holds %.1f MiB of device memory\n",
+      "%lld key runs, tile waste %.2fx; created in %.2f ms (kernels %.2f ms, %d compiled)",
       (long long)rep.nnz, 100 * rep.density, (long long)rep.row_width, 100 * rep.regular_fraction,
       (long long)rep.query_tiles, (long long)rep.key_runs, rep.tile_waste, plan_ms, rep.kernels_ms,
-      rep.kernels_compiled, (double)rep.device_bytes / (1 << 20));
+      rep.kernels_compiled);
+  if (rep.device_bytes > 0) /* a CUDA plan's metadata and workspaces */
+    printf(", holds %.2f MiB of device memory", (double)rep.device_bytes / (1 << 20));
+  printf("\n");
   printf("attention: %.3f ms (median of %lld), %.2f useful GFLOP/s\n", ms, (long long)o.repeat,
          flop / (ms * 1e6));
   fflush(stdout); /* the float64 reference below takes seconds at large sizes */

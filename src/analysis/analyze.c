@@ -206,9 +206,11 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   if (r->kernels_ms > 0 || r->kernels_compiled > 0) /* a CUDA plan's; none for an analysis */
     sb_printf(b, "  kernels          %.3f ms (%d compiled, the rest from the kernel cache)\n",
               r->kernels_ms, r->kernels_compiled);
-  if (r->device_bytes > 0)
-    sb_printf(b, "device\n  memory           %.1f MiB held by the plan (metadata, workspaces)\n",
-              (double)r->device_bytes / (1 << 20));
+  if (r->device_bytes > 0) { /* a CUDA plan's */
+    sb_printf(b, "device\n  memory           ");
+    sb_bytes(b, r->device_bytes);
+    sb_printf(b, " held by the plan (metadata, workspaces)\n");
+  }
 }
 
 splat_status splat_report_format(const splat_report *report, int json, char *buf, size_t cap,
