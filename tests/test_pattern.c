@@ -637,6 +637,8 @@ static void test_parse_errors(void) {
       {"causal 3", SPLAT_ERR_PARSE, 8, "expected '|', '&' or end of spec"},
       {"mask(m.npy)", SPLAT_ERR_PARSE, 6, "expected a quoted .npy path"},
       {"mask(\"m.npy", SPLAT_ERR_PARSE, 6, "unterminated string"},
+      /* Columns count characters: two-byte UTF-8 sequences before the error. */
+      {"mask(\"\xc3\xa9\xc3\xa9.npy\",)", SPLAT_ERR_PARSE, 14, "expected ')' after the path"},
       {"window(3) | mask(\"/nonexistent/dir/x.npy\")", SPLAT_ERR_IO, 13, "cannot open"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -670,6 +672,29 @@ static void test_parse_errors(void) {
     int caret_col = (int)(strlen(caret + 1) - 1);
     CHECKF(caret_col >= 0 && line[1 + caret_col] == '2', "long spec caret under '%c': %s",
            line[1 + caret_col], msg);
+  } else {
+    CHECK(0);
+  }
+  /* A long spec of UTF-8 text: the excerpt cuts no character, and the caret stands under
+   * the offending character counting characters. */
+  char utf8spec[512] = "mask(\"";
+  for (int k = 0; k < 150; k++) strcat(utf8spec, "\xc3\xa9"); /* e-acute */
+  strcat(utf8spec, ".npy\" x)");
+  CHECK(splat_pattern_parse(utf8spec, 100, 0, &p) == SPLAT_ERR_PARSE);
+  msg = splat_last_error(NULL);
+  snprintf(col, sizeof col, "at column %d\n", 6 + 150 + 6 + 1);
+  CHECKF(strstr(msg, col) != NULL, "UTF-8 spec: '%s'", msg);
+  line = strchr(msg, '\n');
+  caret = line ? strchr(line + 1, '\n') : NULL;
+  if (line && caret) {
+    const int caret_col = (int)(strlen(caret + 1) - 1) - 2; /* less the indent */
+    const unsigned char *c = (const unsigned char *)line + 3;
+    int bad_utf8 = (*c & 0xc0) == 0x80;               /* the excerpt starts inside a character */
+    for (int k = 0; k < caret_col && *c != '\n'; k++) /* step over caret_col characters */
+      for (c++; (*c & 0xc0) == 0x80; c++) {
+      }
+    CHECKF(!bad_utf8 && *c == 'x', "UTF-8 spec: caret at column %d not under 'x': %s", caret_col,
+           msg);
   } else {
     CHECK(0);
   }

@@ -25,8 +25,22 @@ typedef struct parser {
 static const char KNOWN[] =
     "dense, causal, window, dilated, strided, fixed, blocked, global, bigbird, longformer, mask";
 
+/* 1 for a UTF-8 continuation byte (10xxxxxx): not a character of its own. */
+static int continuation(unsigned char c) {
+  return (c & 0xc0) == 0x80;
+}
+
+/* The characters of s[from, to): its bytes less UTF-8 continuation bytes. */
+static size_t chars(const char *s, size_t from, size_t to) {
+  size_t n = 0;
+  for (size_t k = from; k < to; k++) n += !continuation((unsigned char)s[k]);
+  return n;
+}
+
 /* Records a parse error at byte `at`: the message, the column, and the spec with a
- * caret. Long specs are shown as an excerpt around the column. */
+ * caret. Long specs are shown as an excerpt around the column. Columns count characters
+ * (UTF-8 sequences as one), so the caret stands under the character at `at` in a terminal
+ * of narrow characters. */
 static splat_status fail_at(const parser *p, splat_status st, size_t at, const char *fmt, ...)
     SPLAT__PRINTF(4, 5);
 static splat_status fail_at(const parser *p, splat_status st, size_t at, const char *fmt, ...) {
@@ -42,18 +56,22 @@ static splat_status fail_at(const parser *p, splat_status st, size_t at, const c
     from = at > span / 2 ? at - span / 2 : 0;
     to = from + span < len ? from + span : len;
     if (to == len) from = len > span ? len - span : 0;
+    /* The excerpt cuts no character in two. */
+    while (from > 0 && continuation((unsigned char)p->s[from])) from--;
+    while (to < len && continuation((unsigned char)p->s[to])) to++;
   }
   char line[160];
   size_t o = 0;
   if (from > 0) line[o++] = '.', line[o++] = '.', line[o++] = '.';
-  const size_t caret = o + (at - from);
+  const size_t caret = o + chars(p->s, from, at);
   for (size_t k = from; k < to; k++) {
     unsigned char c = (unsigned char)p->s[k];
     line[o++] = (c < 0x20 || c == 0x7f) ? ' ' : (char)c; /* tabs, newlines: one column */
   }
   if (to < len) line[o++] = '.', line[o++] = '.', line[o++] = '.';
   line[o] = 0;
-  return splat__fail(st, "%s at column %zu\n  %s\n  %*s^", head, at + 1, line, (int)caret, "");
+  return splat__fail(st, "%s at column %zu\n  %s\n  %*s^", head, chars(p->s, 0, at) + 1, line,
+                     (int)caret, "");
 }
 
 /* What is at byte `at`, for messages: "'x'" or "end of spec". */
