@@ -67,6 +67,8 @@ contains "$tmp/out" "heads 4 (kv 2), seq 150 x 97"; check "run states seq_k and 
 contains "$tmp/out" "check: .*on 3 (batch, head) slice(s).*OK"; check "grouped-query run checks a middle head too" $?
 "$SPLAT" run --spec "window(-1)" --seq 64 --batch 1 --heads 1 --repeat 1 >"$tmp/out" 2>&1; check "run of an empty mask exits 0" $?
 contains "$tmp/out" "bound 0 (every reference output is 0: exact): OK"; check "run of an empty mask checks for exact zeros" $?
+"$SPLAT" run --spec "window(2)" --seq 1000000 --batch 64 --heads 64 --head-dim 128 --repeat 1 >"$tmp/out" 2>&1; test $? -eq 1; check "run past the host's memory exits 1" $?
+contains "$tmp/out" "splat run: the tensors need 3921.5 GiB of host memory; this machine has"; check "run past the host's memory says how much it needs" $?
 "$SPLAT" run --heads 6 --heads-kv 4 >"$tmp/out" 2>&1; test $? -eq 2; check "heads-kv not dividing heads exits 2" $?
 # The check visits each row's keys only: a long sparse run checks in well under a second
 # (it took ~37 s at 16384 when it scored every key).

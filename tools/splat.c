@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/dtype.h"
 #include "core/timer.h"
@@ -491,6 +492,18 @@ static int cmd_run(int argc, char **argv) {
   int64_t n = o.batch * o.heads * o.seq * o.head_dim,
           nk = o.batch * o.heads_kv * o.seq_k * o.head_dim;
   size_t esz = o.dtype == SPLAT_F32 ? 4 : 2;
+  /* Inputs past the machine's memory: said so, not left to malloc (which overcommits, or
+   * aborts under sanitizers). */
+  const double need =
+      (double)(2 * n + 2 * nk) * (double)esz + (double)(o.batch * o.heads * o.seq) * sizeof *lse;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && need > (double)pages * (double)page) {
+    fprintf(stderr,
+            "splat run: the tensors need %.1f GiB of host memory; this machine has %.1f GiB "
+            "(lower --batch, --heads, --seq or --head-dim)\n",
+            need / (1 << 30), (double)pages * (double)page / (1 << 30));
+    goto done;
+  }
   q = malloc((size_t)n * esz), k = malloc((size_t)nk * esz), v = malloc((size_t)nk * esz);
   out = malloc((size_t)n * esz);
   lse = malloc((size_t)(o.batch * o.heads * o.seq) * sizeof *lse);
