@@ -256,7 +256,9 @@ typedef struct splat_plan_desc {
 } splat_plan_desc;
 
 /* Builds a plan: analysis, tile plan and (on CUDA) kernels. desc: host. The pattern
- * is not referenced after this returns. out: host, receives the plan. */
+ * is not referenced after this returns. out: host, receives the plan. A plan whose tensors
+ * would hold more than 2^60 elements (q and out, k and v, and with unfused operations in ops
+ * the scores and probs of row width W) is SPLAT_ERR_INVALID_ARGUMENT, naming the tensor. */
 SPLAT_API splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
                                          const splat_plan_desc *desc, splat_plan **out);
 SPLAT_API void splat_plan_destroy(splat_plan *plan);

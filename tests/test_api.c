@@ -307,6 +307,22 @@ static void test_huge_sizes(splat_context *ctx) {
   splat_plan_destroy(plan);
   splat_pattern_destroy(p);
 
+  /* Scores and probs of 2^31 x 128 x 4096 x W (W >= 2001: 2^61): refused for a plan of the
+   * unfused operations, not for one of fused attention alone, which never has them (its q
+   * and out: 2^50 elements). */
+  CHECK(splat_pattern_parse("window(1000)", 4096, 0, &p) == SPLAT_OK);
+  splat_plan_desc wide = {(int64_t)1 << 31, 128, 0, 1, SPLAT_F32, 0, 0, 0, 0};
+  plan = NULL;
+  CHECK(splat_plan_create(ctx, p, &wide, &plan) == SPLAT_ERR_INVALID_ARGUMENT && !plan);
+  CHECKF(contains(splat_last_error(ctx), "scores and probs") &&
+             contains(splat_last_error(ctx), "seq_q=4096 x row width W="),
+         "'%s'", splat_last_error(ctx));
+  wide.ops = SPLAT_OPS_ATTENTION;
+  CHECKF(splat_plan_create(ctx, p, &wide, &plan) == SPLAT_OK, "attention only: '%s'",
+         splat_last_error(ctx));
+  splat_plan_destroy(plan);
+  splat_pattern_destroy(p);
+
   /* 2^31 batches of one 4 x 1 head: small, but a batch stride of 2^40 reaches 2^71. */
   CHECK(splat_pattern_parse("dense", 4, 0, &p) == SPLAT_OK);
   const splat_plan_desc many = {(int64_t)1 << 31, 1, 0, 1, SPLAT_F32, 0, 0, 0, 0};

@@ -64,7 +64,9 @@ static splat_status check_sizes(const splat_plan *plan) {
       {"q and out", "seq_q", "head_dim", d->heads, plan->seq_q, d->head_dim},
       {"k and v", "seq_k", "head_dim", d->heads_kv, plan->seq_k, d->head_dim},
       {"scores and probs", "seq_q", "row width W", d->heads, plan->seq_q, plan->acsr.row_width}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+  /* scores and probs only where the plan runs the unfused operations that take them */
+  const size_t ntensors = sizeof t / sizeof t[0] - !(d->ops & SPLAT_OPS_UNFUSED);
+  for (size_t i = 0; i < ntensors; i++) {
     const __int128 n = (__int128)d->batch * t[i].heads * t[i].nrows * t[i].ncols;
     if (n > (__int128)1 << 60) {
       return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
