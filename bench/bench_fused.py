@@ -372,10 +372,11 @@ def splat_setup(ctx, case, peer: str = "splat"):
     if peer == "splat":  # the default's plan (a variant's is in its note)
         case["splat_plan_ms"], case["splat_plan_again_ms"] = first_ms, again_ms
         case["splat_kernels_compiled"], case["splat_tile"] = compiled, tile
-    held = int(report["device_bytes"]) / (1 << 20)  # metadata and workspaces (MiB)
+    held = int(report["device_bytes"]) / (1 << 20)  # metadata (MiB)
+    work = int(report["workspace_bytes"]) / (1 << 20)  # a call's workspace from the pool (MiB)
     case["notes"][peer] = (
         f"plan {first_ms:.1f} ms ({how}), {again_ms:.1f} ms with kernels in memory, tiles {tile}, "
-        f"holds {held:.2f} MiB"
+        f"holds {held:.2f} MiB" + (f", a call takes {work:.2f} MiB of workspace" if work else "")
     )
 
     def run(q, k, v):

@@ -215,9 +215,13 @@ typedef struct splat_report {
   double kernels_ms;
   int kernels_compiled;
   /* Device memory a CUDA plan holds from creation to destruction: its metadata (segments,
-   * tiles, runs, tables) and workspaces (two-pass attention's rows, split tiles' chunks).
-   * 0 for CPU plans and for splat_analyze. */
+   * tiles, runs, tables). 0 for CPU plans and for splat_analyze. */
   int64_t device_bytes;
+  /* Device memory each fused attention call of a CUDA plan works in while it runs
+   * (two-pass attention's rows, split tiles' chunks), taken from its context's memory pool
+   * on the call's stream and given back there (docs/cuda.md "Workspace"). 0 where a call
+   * takes none, for CPU plans and for splat_analyze. */
+  int64_t workspace_bytes;
 } splat_report;
 
 /* Analyses a pattern without a context: tile_q, tile_k (0 = 128), max_segments

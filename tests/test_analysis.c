@@ -788,7 +788,8 @@ static const char *field_names[] = {"seq_q",
                                     "report_ms",
                                     "kernels_ms",
                                     "kernels_compiled",
-                                    "device_bytes"};
+                                    "device_bytes",
+                                    "workspace_bytes"};
 
 static void test_format(void) {
   splat_report r;
@@ -846,14 +847,23 @@ static void test_format(void) {
   CHECK(splat_report_format(&r, 1, one, 1, NULL) == SPLAT_OK && one[0] == '\0');
   printf("---- report of longformer(16,4) at 1000, tile 64x64 ----\n%s", txt);
   /* an analysis holds no device memory and says none; a CUDA plan's report does */
-  CHECK(r.device_bytes == 0 && strstr(txt, "device") == NULL);
+  CHECK(r.device_bytes == 0 && r.workspace_bytes == 0 && strstr(txt, "device") == NULL &&
+        strstr(txt, "workspace") == NULL);
   free(txt);
   r.device_bytes = (int64_t)3 << 20;
   char held[4096];
   CHECK(splat_report_format(&r, 0, held, sizeof held, NULL) == SPLAT_OK);
-  CHECKF(strstr(held, "3.00 MiB held by the plan") != NULL, "%s", held);
+  CHECKF(strstr(held, "3.00 MiB held by the plan") != NULL && strstr(held, "workspace") == NULL,
+         "%s", held);
   CHECK(splat_report_format(&r, 1, held, sizeof held, NULL) == SPLAT_OK);
-  CHECKF(strstr(held, "\"device_bytes\":3145728}") != NULL, "%s", held);
+  CHECKF(strstr(held, "\"device_bytes\":3145728,\"workspace_bytes\":0}") != NULL, "%s", held);
+  /* a two-pass plan's: the workspace its calls take */
+  r.workspace_bytes = (int64_t)160 << 20;
+  CHECK(splat_report_format(&r, 0, held, sizeof held, NULL) == SPLAT_OK);
+  CHECKF(strstr(held, "160.00 MiB an attention call takes from the context's pool") != NULL, "%s",
+         held);
+  CHECK(splat_report_format(&r, 1, held, sizeof held, NULL) == SPLAT_OK);
+  CHECKF(strstr(held, "\"workspace_bytes\":167772160}") != NULL, "%s", held);
 }
 
 /* ------------------------------------------------------------ misuse */

@@ -575,8 +575,10 @@ static int cmd_run(int argc, char **argv) {
       (long long)rep.nnz, 100 * rep.density, (long long)rep.row_width, 100 * rep.regular_fraction,
       (long long)rep.query_tiles, (long long)rep.key_runs, rep.tile_waste, plan_ms, rep.kernels_ms,
       rep.kernels_compiled);
-  if (rep.device_bytes > 0) /* a CUDA plan's metadata and workspaces */
+  if (rep.device_bytes > 0) /* a CUDA plan's metadata */
     printf(", holds %.2f MiB of device memory", (double)rep.device_bytes / (1 << 20));
+  if (rep.workspace_bytes > 0) /* two passes' rows, split tiles' chunks */
+    printf(", a call takes %.2f MiB of workspace", (double)rep.workspace_bytes / (1 << 20));
   printf("\n");
   printf("attention: %.3f ms (median of %lld), %.2f useful GFLOP/s\n", ms, (long long)o.repeat,
          flop / (ms * 1e6));

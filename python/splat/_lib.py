@@ -107,6 +107,7 @@ class SplatReport(ctypes.Structure):
         ("kernels_ms", ctypes.c_double),
         ("kernels_compiled", ctypes.c_int),
         ("device_bytes", _i64),
+        ("workspace_bytes", _i64),
     ]
 
     def to_dict(self) -> Dict[str, object]:

@@ -120,16 +120,18 @@ class PlanCache:
             self._plans.clear()
 
     def info(self) -> Dict[str, int]:
-        """Size, capacity, hits and misses, and ``device_bytes``: the device memory its
-        plans hold (metadata and workspaces; 0 for CPU plans)."""
+        """Size, capacity, hits and misses; ``device_bytes``, the device memory its plans
+        hold (their metadata; 0 for CPU plans); and ``workspace_bytes``, the most one
+        attention call of theirs takes from the device's workspace pool while it runs."""
         with self._lock:
-            held = sum(int(p.report()["device_bytes"]) for p in self._plans.values())
+            reports = [p.report() for p in self._plans.values()]
             return {
                 "size": len(self._plans),
                 "capacity": self.capacity,
                 "hits": self.hits,
                 "misses": self.misses,
-                "device_bytes": held,
+                "device_bytes": sum(int(r["device_bytes"]) for r in reports),
+                "workspace_bytes": max((int(r["workspace_bytes"]) for r in reports), default=0),
             }
 
 

@@ -132,6 +132,7 @@ def main() -> int:
         compiled_cases(torch, st)
         if TDEV == "cuda":
             streams_case(torch, st)
+            graph_case(torch, st)
     if jax is not None:
         vmap_case(jax, sj)
     elapsed = time.time() - t0
@@ -273,7 +274,7 @@ def compiled_cases(torch, st):
 def streams_case(torch, st):
     """One plan with a workspace (strided(8)|window(8) at 700 runs in two passes) called on two
     streams at once with different inputs, several rounds: each output must match its own
-    reference (the plan's calls take turns on the workspace)."""
+    reference (each call takes its own workspace from the context's pool)."""
     spec, pred, n, dname = "strided(8)|window(8)", ref.union(ref.strided(8), ref.window(8)), 700, "bfloat16"
     pat = splat.Pattern(spec, n, n)
     mask = ref.mask_of(pred, n, n)
@@ -299,6 +300,44 @@ def streams_case(torch, st):
     except Exception as exc:
         traceback.print_exc()
         failed(spec, f"{n}x{n}", 64, dname, "torch 2 streams", exc)
+
+
+def graph_case(torch, st):
+    """Calls captured in a CUDA graph (torch.cuda.graph), a one-pass plan and a two-pass one
+    (whose workspace becomes graph memory nodes), replayed on new inputs copied into the
+    captured ones: each replay must match the reference of those inputs, and the plan must
+    still run eagerly afterwards."""
+    dname = "bfloat16"
+    for spec, pred, n in (("window(16)", ref.window(16), 300),
+                          ("strided(8)|window(8)", ref.union(ref.strided(8), ref.window(8)), 700)):
+        pat = splat.Pattern(spec, n, n)
+        mask = ref.mask_of(pred, n, n)
+        try:
+            X = [torch.tensor(x, device=TDEV).to(torch.bfloat16) for x in inputs(n, n, 64, dname, seed=31)]
+            side = torch.cuda.Stream()  # warm-up off the default stream, as torch.cuda.graph asks
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                st.attention(*X, pat)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                out = st.attention(*X, pat)
+            for seed in (32, 33):
+                new = inputs(n, n, 64, dname, seed=seed)
+                for dst, src in zip(X, new):
+                    dst.copy_(torch.tensor(src, device=TDEV).to(torch.bfloat16))
+                graph.replay()
+                torch.cuda.synchronize()
+                r = [x.float().cpu().numpy() for x in X]
+                want, _ = ref.attention(*r, mask)
+                record(spec, f"{n}x{n}", 64, dname, f"torch graph replay {seed}",
+                       ref.max_error(out.float().cpu().numpy(), want), naive_bound(torch, *r, mask, dname, want))
+            eager = st.attention(*X, pat)
+            record(spec, f"{n}x{n}", 64, dname, "torch eager after graph",
+                   ref.max_error(eager.float().cpu().numpy(), want), naive_bound(torch, *r, mask, dname, want))
+        except Exception as exc:
+            traceback.print_exc()
+            failed(spec, f"{n}x{n}", 64, dname, "torch graph", exc)
 
 
 def vmap_case(jax, sj):

@@ -226,7 +226,7 @@ int main(void) {
   S(splat_environment) F(splat_environment, device_name) F(splat_environment, device_cc_minor)
   S(splat_report) F(splat_report, rows_by_segments) F(splat_report, tile_q) F(splat_report, tile_rows_max)
   F(splat_report, tile_waste) F(splat_report, report_ms) F(splat_report, kernels_ms)
-  F(splat_report, kernels_compiled) F(splat_report, device_bytes)
+  F(splat_report, kernels_compiled) F(splat_report, device_bytes) F(splat_report, workspace_bytes)
   return 0;
 }
 """

@@ -283,6 +283,7 @@ def test_plan_cache_reuses_plans(rng):
     assert info["misses"] - before["misses"] == 1
     assert info["hits"] - before["hits"] == 3
     assert info["size"] >= 1 and info["device_bytes"] == 0  # CPU plans hold no device memory
+    assert info["workspace_bytes"] == 0  # nor take workspaces
     splat.attention(q.astype(np.float16), q.astype(np.float16), q.astype(np.float16), pat)
     assert splat.plan_cache.info()["misses"] - before["misses"] == 2
 
@@ -327,7 +328,7 @@ def test_pattern_report():
     # an analysis holds no device memory; nor does a CPU plan
     assert rep["device_bytes"] == 0 and json.loads(pat.report_text(as_json=True))["device_bytes"] == 0
     plan = splat.ops.Plan(pat, 1, 2, 2, 8, 0, "cpu", splat._lib.OPS_ATTENTION)
-    assert plan.report()["device_bytes"] == 0
+    assert plan.report()["device_bytes"] == 0 and plan.report()["workspace_bytes"] == 0
     np.testing.assert_array_equal(pat.row(50), np.nonzero(mask[50])[0])
     assert "longformer(8,2)" in repr(pat)
 

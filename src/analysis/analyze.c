@@ -145,7 +145,8 @@ static void format_json(sbuf *b, const splat_report *r, int K) {
   sb_json_double(b, "report_ms", r->report_ms, 1);
   sb_json_double(b, "kernels_ms", r->kernels_ms, 1);
   sb_printf(b, "\"kernels_compiled\":%d,", r->kernels_compiled);
-  sb_printf(b, "\"device_bytes\":%lld", (long long)r->device_bytes);
+  sb_printf(b, "\"device_bytes\":%lld,", (long long)r->device_bytes);
+  sb_printf(b, "\"workspace_bytes\":%lld", (long long)r->workspace_bytes);
   sb_printf(b, "}");
 #undef I64
 #undef INT
@@ -209,7 +210,12 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   if (r->device_bytes > 0) { /* a CUDA plan's */
     sb_printf(b, "device\n  memory           ");
     sb_bytes(b, r->device_bytes);
-    sb_printf(b, " held by the plan (metadata, workspaces)\n");
+    sb_printf(b, " held by the plan (metadata)\n");
+  }
+  if (r->workspace_bytes > 0) { /* a CUDA plan's, of two passes or split tiles */
+    sb_printf(b, "  workspace        ");
+    sb_bytes(b, r->workspace_bytes);
+    sb_printf(b, " an attention call takes from the context's pool while it runs\n");
   }
 }
 

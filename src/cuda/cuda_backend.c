@@ -3,7 +3,6 @@
  * memory attribute) and the four operations (argument packing, path choice, launches on
  * the caller's stream). Driver calls go through the runtime's splat__cuda_api table;
  * kernels come from splat__kernel_cache_get (memory cache, disk cache or NVRTC). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
+#include "cuda/workspace.h"
 #include "cuda/ws_tables.h"
 
 /* The driver table (loaded by the context) and the check of one driver call. */
@@ -38,7 +38,15 @@ static const splat__cuda_api_table *drv;
 
 struct splat__cuda_context {
   splat__cuda_device dev; /* primary context retained */
+  CUmemoryPool pool;      /* the attention calls' workspaces (NULL: the device has no pools) */
 };
+
+static splat_status push(const splat__cuda_context *c) {
+  return splat__cuda_push(&c->dev);
+}
+static void pop(void) {
+  splat__cuda_pop();
+}
 
 splat_status splat__cuda_context_open(int device, splat__cuda_context **out) {
   *out = NULL;
@@ -60,12 +68,23 @@ splat_status splat__cuda_context_open(int device, splat__cuda_context **out) {
                        "or newer (cp.async, bf16 tensor cores)",
                        device, ma, mi);
   }
+  st = push(c);
+  if (st == SPLAT_OK) {
+    st = splat__workspace_pool_create(&c->dev, &c->pool);
+    pop();
+  }
+  if (st != SPLAT_OK) {
+    splat__cuda_device_close(&c->dev);
+    free(c);
+    return st;
+  }
   *out = c;
   return SPLAT_OK;
 }
 
 void splat__cuda_context_close(splat__cuda_context *c) {
   if (!c) return;
+  splat__workspace_pool_destroy(c->pool);
   splat__cuda_device_close(&c->dev);
   free(c);
 }
@@ -75,32 +94,27 @@ void splat__cuda_context_close(splat__cuda_context *c) {
 struct splat__cuda_plan {
   splat__cuda_context *cu;
   CUdeviceptr meta;     /* one allocation for all metadata */
-  int64_t device_bytes; /* meta's, part's and rowpart's bytes (splat_report.device_bytes) */
+  int64_t device_bytes; /* meta's bytes (splat_report.device_bytes) */
   splat_dev_pattern pat;
   int64_t ntiles, regular_rows;
   /* The fused attention's tiles: pat's, or with SPLAT_ATTN_SPLIT the split ones (slots,
-   * merge list) and their workspace `part` (nslots x batch*heads x tile_q x (D + 2) fp32;
-   * calls of one plan on two streams at once would share it). */
+   * merge list) and the bytes of their workspace `part` (nslots x batch*heads x tile_q x
+   * (D + 2) fp32), which each call takes from the context's pool (workspace.h). */
   splat_dev_pattern attn_pat;
   int64_t attn_ntiles, nmerge;
   /* The R-SDDMM tile kernel's tiles: pat's with the long ones split into chunks (each
    * chunk's scores are final; tile_split.h splat__sddmm_split_ktiles). */
   splat_dev_pattern sddmm_pat;
   int64_t sddmm_ntiles;
-  CUdeviceptr part;
+  size_t part_bytes;
   /* Two-pass fused attention (attn_passes.h): each pass's pattern (segments, perm, tiles, runs) and
-   * tiles, and the per-row workspace `rowpart`; npass 0 for a single pass. */
+   * tiles, and the bytes of the per-row workspace `rowpart`, which each call takes from the
+   * context's pool; npass 0 for a single pass. */
   int npass;
   splat_dev_pattern pass_pat[2];
   int64_t pass_ntiles[2];
   int pass_tile_q[2]; /* each pass's query tile (pass 1 may take 192 rows: attn_passes.h) */
-  CUdeviceptr rowpart;
-  /* With a workspace (part or rowpart), the plan's attention calls take turns on it: a
-   * call's stream waits for ws_done, recorded after the previous call's workspace
-   * kernels, with ws_lock held around the two (calls from several host threads). */
-  int ws_guard;
-  CUevent ws_done;
-  pthread_mutex_t ws_lock;
+  size_t rowpart_bytes;
   CUfunction merge;       /* the merge kernel of split tiles (attention module) */
   splat__tma_views views; /* the key groups the sm_90a attention kernel loads by TMA */
   int persistent;         /* the warp-specialised kernel's grid: persistent (1) or per item */
@@ -115,13 +129,6 @@ struct splat__cuda_plan {
   splat__kspec attn_pass2_spec;
   int attn_pass2_smem;
 };
-
-static splat_status push(const splat__cuda_context *c) {
-  return splat__cuda_push(&c->dev);
-}
-static void pop(void) {
-  splat__cuda_pop();
-}
 
 /* Host staging of the metadata: sections appended at 256-byte offsets. */
 typedef struct stage {
@@ -159,7 +166,8 @@ static int cmp_tile_cost(const void *a, const void *b) {
 }
 
 /* The workspace of split tiles: nslots x batch*heads x tile_q rows x (head_dim + 2) fp32. */
-static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int64_t nslots) {
+/* The bytes of split tiles' workspace (part_bytes), which a call takes from the pool. */
+static splat_status part_workspace(splat__cuda_plan *p, const splat_plan *plan, int64_t nslots) {
   const splat_plan_desc *d = &plan->desc;
   const double bytes =
       (double)nslots * (double)(d->batch * d->heads) * plan->tiles.tile_q * (d->head_dim + 2) * 4.0;
@@ -169,11 +177,8 @@ static splat_status alloc_part(splat__cuda_plan *p, const splat_plan *plan, int6
                        "%.1f GiB; raise SPLAT_ATTN_SPLIT (key tiles per chunk) or set it to 0",
                        (long long)nslots, bytes / (double)(1ull << 30));
   }
-  const size_t n = (size_t)bytes ? (size_t)bytes : 256;
-  const splat_status st = splat__cuda_check(drv->cuMemAlloc(&p->part, n),
-                                            "cuMemAlloc (the workspace of split attention tiles)");
-  if (st == SPLAT_OK) p->device_bytes += (int64_t)n;
-  return st;
+  p->part_bytes = (size_t)bytes ? (size_t)bytes : 256;
+  return SPLAT_OK;
 }
 
 /* A tile plan as the kernels read it, into tiles [t->ntiles] and runs [t->nruns]: tiles
@@ -262,6 +267,16 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   if (st != SPLAT_OK || !(plan->desc.ops & SPLAT_OPS_ATTENTION) ||
       !p->spec[SPLAT__KOP_ATTENTION].tile)
     return st;
+  /* Both layouts that need a workspace take it from the context's pool, per call. */
+  if (!p->cu->pool) {
+    if (max_ktiles > 0) {
+      return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                         "splat_plan_create: SPLAT_ATTN_SPLIT's split tiles need a workspace from "
+                         "a memory pool, which device %d does not serve; unset SPLAT_ATTN_SPLIT",
+                         p->cu->dev.ordinal);
+    }
+    return SPLAT_OK; /* one pass (workspace.c said so when the context was created) */
+  }
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
                                plan->desc.head_dim, plan->desc.dtype, l->pass, l->part, l->shape,
                                &l->npass);
@@ -288,7 +303,6 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
 
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
   const double t_begin = splat__now_ms();
-  double t_work = t_begin; /* when the workspaces' allocation began (the debug log's parts) */
   const splat__acsr *a = &plan->acsr;
   const splat__tile_plan *t = &plan->tiles;
   if (!plan_fits_int32(t) || a->seq_q >= INT32_MAX) {
@@ -451,7 +465,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->attn_pat.merge = (const int32_t *)(uintptr_t)(m + (CUdeviceptr)off[10]);
       p->attn_ntiles = split.ntiles;
       p->nmerge = split.nmerge;
-      st = alloc_part(p, plan, split.nslots);
+      st = part_workspace(p, plan, split.nslots);
     }
     for (int k = 0; k < npass; k++) {
       p->pass_pat[k] = p->pat;
@@ -467,30 +481,17 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       p->pass_ntiles[k] = pass[k].ntiles;
       p->pass_tile_q[k] = pass[k].tile_q;
     }
-    t_work = splat__now_ms();
     if (st == SPLAT_OK && npass) {
       p->npass = npass;
-      const size_t bytes = (size_t)splat__attn_passes_bytes(
+      p->rowpart_bytes = (size_t)splat__attn_passes_bytes(
           plan->desc.batch, plan->desc.heads, a->seq_q, plan->desc.head_dim, plan->desc.dtype);
-      st = splat__cuda_check(drv->cuMemAlloc(&p->rowpart, bytes),
-                             "cuMemAlloc (the workspace of two-pass attention; "
-                             "SPLAT_ATTN_PASSES=0 plans one pass without it)");
-      if (st == SPLAT_OK) p->device_bytes += (int64_t)bytes;
-    }
-    if (st == SPLAT_OK && (p->part || p->rowpart)) {
-      st = splat__cuda_check(drv->cuEventCreate(&p->ws_done, CU_EVENT_DISABLE_TIMING),
-                             "cuEventCreate (the turns on the plan's workspace)");
-      if (st == SPLAT_OK) {
-        pthread_mutex_init(&p->ws_lock, NULL);
-        p->ws_guard = 1;
-      }
     }
   }
   if (st == SPLAT_OK)
     splat__log(SPLAT__LOG_DEBUG,
                "plan upload: tiles, runs and views %.2f ms, interval tables and splits %.2f, "
-               "metadata staged and copied %.2f, workspaces %.2f",
-               t_tables - t_begin, t_copy - t_tables, t_work - t_copy, splat__now_ms() - t_work);
+               "metadata staged and copied %.2f",
+               t_tables - t_begin, t_copy - t_tables, splat__now_ms() - t_copy);
   splat__tile_split_free(&split);
   splat__tile_split_free(&sd);
   for (int k = 0; k < 3; k++) splat__ws_tables_free(&tabs[k]);
@@ -577,12 +578,6 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
       }
     }
     if (p->meta) drv->cuMemFree(p->meta);
-    if (p->part) drv->cuMemFree(p->part);
-    if (p->rowpart) drv->cuMemFree(p->rowpart);
-    if (p->ws_guard) {
-      drv->cuEventDestroy(p->ws_done);
-      pthread_mutex_destroy(&p->ws_lock);
-    }
     pop();
   }
   free(p);
@@ -655,7 +650,10 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
     st = build_kernels(p, plan);
   }
   if (st == SPLAT_OK) st = upload(p, plan, &al);
-  if (st == SPLAT_OK) plan->report.device_bytes = p->device_bytes;
+  if (st == SPLAT_OK) {
+    plan->report.device_bytes = p->device_bytes;
+    plan->report.workspace_bytes = (int64_t)(p->rowpart_bytes + p->part_bytes);
+  }
   attn_layout_free(&al);
   pop();
   if (st != SPLAT_OK) {
@@ -802,24 +800,28 @@ static splat_status launch_rows(const splat_plan *plan, splat__kop op, int64_t b
                 params);
 }
 
-/* A call's turn on the plan's workspace (the ws_* fields): its stream waits for the previous
- * call's workspace kernels; leave() records where this call's end, and releases the lock
- * either way. */
-static splat_status workspace_enter(splat__cuda_plan *p, splat_stream stream) {
-  pthread_mutex_lock(&p->ws_lock);
-  const splat_status st =
-      splat__cuda_check(drv->cuStreamWaitEvent((CUstream)stream, p->ws_done, 0),
-                        "cuStreamWaitEvent (the turns on the plan's workspace)");
-  if (st != SPLAT_OK) pthread_mutex_unlock(&p->ws_lock);
+/* The attention call's workspaces (two passes' rows, split tiles' chunks) from the
+ * context's pool on its stream, into the kernels' parameters (workspace.h); give_back()
+ * returns them on the stream once the call's kernels are enqueued (or failed to be). */
+static splat_status workspaces_take(const splat__cuda_plan *p, splat_attention_params *prm,
+                                    splat_stream stream) {
+  CUdeviceptr rowpart = 0, part = 0;
+  splat_status st = SPLAT_OK;
+  if (p->rowpart_bytes)
+    st = splat__workspace_take(p->cu->pool, p->rowpart_bytes, (CUstream)stream, &rowpart);
+  if (st == SPLAT_OK && p->part_bytes)
+    st = splat__workspace_take(p->cu->pool, p->part_bytes, (CUstream)stream, &part);
+  prm->rowpart = (unsigned char *)(uintptr_t)rowpart;
+  prm->part = (float *)(uintptr_t)part;
   return st;
 }
-static splat_status workspace_leave(splat__cuda_plan *p, splat_stream stream, splat_status st) {
-  if (st == SPLAT_OK) {
-    st = splat__cuda_check(drv->cuEventRecord(p->ws_done, (CUstream)stream),
-                           "cuEventRecord (the turns on the plan's workspace)");
-  }
-  pthread_mutex_unlock(&p->ws_lock);
-  return st;
+static splat_status workspaces_give_back(const splat_attention_params *prm, splat_stream stream,
+                                         splat_status st) {
+  const splat_status s1 =
+      splat__workspace_give((CUdeviceptr)(uintptr_t)prm->rowpart, (CUstream)stream);
+  const splat_status s2 =
+      splat__workspace_give((CUdeviceptr)(uintptr_t)prm->part, (CUstream)stream);
+  return st != SPLAT_OK ? st : s1 != SPLAT_OK ? s1 : s2;
 }
 
 /* Launches op on the caller's stream with its context current: the tile kernel over the
@@ -831,12 +833,12 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   const splat__cuda_plan *p = plan->cuda;
   splat_status st = push(p->cu);
   if (st != SPLAT_OK) return st;
-  /* The workspace's turns are the plan's only state a call changes. */
-  splat__cuda_plan *turns = op == SPLAT__KOP_ATTENTION && p->ws_guard && p->tile[op] && tile_ok
-                                ? (splat__cuda_plan *)(uintptr_t)p
-                                : NULL;
-  if (turns) st = workspace_enter(turns, stream);
+  /* Only the attention's tile path works in a workspace. */
+  splat_attention_params *const ws =
+      op == SPLAT__KOP_ATTENTION && p->tile[op] && tile_ok ? params : NULL;
+  if (ws) st = workspaces_take(p, ws, stream);
   if (st != SPLAT_OK) {
+    if (ws) workspaces_give_back(ws, stream, st); /* what was taken */
     pop();
     return st;
   }
@@ -887,7 +889,7 @@ static splat_status launch_op(const splat_plan *plan, splat__kop op, int tile_ok
   } else {
     st = launch_rows(plan, op, 0, plan->seq_q, shape, params, stream);
   }
-  if (turns) st = workspace_leave(turns, stream, st);
+  if (ws) st = workspaces_give_back(ws, stream, st);
   pop();
   return st;
 }
@@ -972,8 +974,6 @@ splat_status splat__cuda_attention(const splat_plan *plan, const splat_tensor *q
   /* The tile path runs the attention tiles (split ones with their workspace); the row
    * kernel alone needs neither. */
   prm.pat = p->tile[SPLAT__KOP_ATTENTION] && tile_ok ? p->attn_pat : p->pat;
-  prm.part = (float *)(uintptr_t)p->part;
-  prm.rowpart = (unsigned char *)(uintptr_t)p->rowpart;
   prm.part_rows = plan->tiles.tile_q;
   prm.q = dev_tensor(q);
   prm.k = dev_tensor(k);

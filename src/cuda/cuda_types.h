@@ -14,6 +14,7 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream; /* the same struct tag as splat.h's splat_stream */
 typedef struct CUevent_st *CUevent;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 
 /* CUresult values splat looks at by number. */
 enum {
@@ -36,7 +37,8 @@ enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
-  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115
 };
 
 /* CUfunction_attribute values. */
@@ -54,6 +56,24 @@ enum {
 
 /* CUevent_flags. */
 enum { CU_EVENT_DEFAULT = 0x0, CU_EVENT_BLOCKING_SYNC = 0x1, CU_EVENT_DISABLE_TIMING = 0x2 };
+
+/* A memory pool of device memory (CUmemPoolProps with CU_MEM_ALLOCATION_TYPE_PINNED, no
+ * export handle, a CU_MEM_LOCATION_TYPE_DEVICE location) and the attribute splat sets. */
+enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_HANDLE_TYPE_NONE = 0 };
+enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 };
+typedef struct splat__cu_mem_pool_props {
+  int alloc_type, handle_types;
+  int location_type, location_id;
+  void *win32_security_attributes;
+  size_t max_size;
+  unsigned short usage;
+  unsigned char reserved[54];
+} splat__cu_mem_pool_props;
+_Static_assert(sizeof(splat__cu_mem_pool_props) == 88 &&
+                   offsetof(splat__cu_mem_pool_props, win32_security_attributes) == 16 &&
+                   offsetof(splat__cu_mem_pool_props, usage) == 32,
+               "CUmemPoolProps's layout (cuda.h)");
 
 /* CUdriverProcAddress_flags and CUdriverProcAddressQueryResult (cuGetProcAddress). */
 enum {

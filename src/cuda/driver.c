@@ -156,6 +156,11 @@ static const struct {
     ENTRY(cuPointerGetAttribute),
     ENTRY(cuTensorMapEncodeTiled),
     ENTRY(cuLaunchKernelEx),
+    ENTRY(cuMemPoolCreate),
+    ENTRY(cuMemPoolDestroy),
+    ENTRY(cuMemPoolSetAttribute),
+    ENTRY(cuMemAllocFromPoolAsync),
+    ENTRY(cuMemFreeAsync),
 #undef ENTRY
 };
 
@@ -307,6 +312,8 @@ splat_status splat__cuda_device_open(int ordinal, splat__cuda_device *out) {
        "max shared memory per block (opt-in)"},
       {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
        offsetof(splat__cuda_device, max_smem_per_sm), "max shared memory per multiprocessor"},
+      {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, offsetof(splat__cuda_device, memory_pools),
+       "memory pools supported"},
   };
   for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
     char what[96];

@@ -57,6 +57,13 @@ typedef struct splat__cuda_api_table {
   splat__tma_encode_fn cuTensorMapEncodeTiled; /* NULL when the driver lacks it */
   CUresult (*cuLaunchKernelEx)(const splat__cu_launch_config *config, CUfunction func,
                                void **params, void **extra); /* NULL when the driver lacks it */
+  /* Stream-ordered allocation from a memory pool (workspace.h). */
+  CUresult (*cuMemPoolCreate)(CUmemoryPool *pool, const splat__cu_mem_pool_props *props);
+  CUresult (*cuMemPoolDestroy)(CUmemoryPool pool);
+  CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, int attribute, void *value);
+  CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *ptr, size_t bytes, CUmemoryPool pool,
+                                      CUstream stream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream stream);
 } splat__cuda_api_table;
 
 /* The process-wide table, loaded (dlopen, cuGetProcAddress, cuInit) on first use.
@@ -88,6 +95,7 @@ typedef struct splat__cuda_device {
   int max_smem_per_block;       /* default limit, bytes */
   int max_smem_per_block_optin; /* with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
   int max_smem_per_sm;
+  int memory_pools; /* 1 when it serves stream-ordered allocation from pools (workspace.h) */
   char name[128];
   char arch[16]; /* what to compile for: "sm_90a" for 9.0, else "sm_XY" */
 } splat__cuda_device;
