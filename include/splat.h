@@ -298,10 +298,12 @@ SPLAT_API splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs,
                                   const splat_tensor *v, const splat_tensor *out,
                                   splat_stream stream);
 /* Fused forward: out = attention(q, k, v) under the pattern; lse as in splat_softmax
- * (may be NULL). Empty rows give zeros and lse = -inf. A CUDA plan that holds a workspace
- * (two-pass masks such as strided | window, SPLAT_ATTN_SPLIT: docs/cuda.md) runs its
- * attention calls one after the other on the GPU, whatever their streams or host
- * threads: each call's stream waits for the previous call's use of the workspace. */
+ * (may be NULL). Empty rows give zeros and lse = -inf. A CUDA call of a plan with a
+ * workspace (two-pass masks such as strided | window, SPLAT_ATTN_SPLIT:
+ * splat_report.workspace_bytes) takes it from its context's memory pool on `stream` and
+ * gives it back there, so calls on several streams or host threads may overlap, and a CUDA
+ * graph may capture the call (docs/cuda.md "Workspace"); SPLAT_ERR_OUT_OF_MEMORY where the
+ * pool cannot serve it. */
 SPLAT_API splat_status splat_attention(splat_plan *plan, const splat_tensor *q,
                                        const splat_tensor *k, const splat_tensor *v, float scale,
                                        const splat_tensor *out, const splat_tensor *lse,

@@ -122,7 +122,7 @@ class PlanCache:
     def info(self) -> Dict[str, int]:
         """Size, capacity, hits and misses; ``device_bytes``, the device memory its plans
         hold (their metadata; 0 for CPU plans); and ``workspace_bytes``, the most one
-        attention call of theirs takes from the device's workspace pool while it runs."""
+        attention call of theirs takes from the context's workspace pool while it runs."""
         with self._lock:
             reports = [p.report() for p in self._plans.values()]
             return {

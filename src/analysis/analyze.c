@@ -207,8 +207,9 @@ static void format_text(sbuf *b, const splat_report *r, int K) {
   if (r->kernels_ms > 0 || r->kernels_compiled > 0) /* a CUDA plan's; none for an analysis */
     sb_printf(b, "  kernels          %.3f ms (%d compiled, the rest from the kernel cache)\n",
               r->kernels_ms, r->kernels_compiled);
-  if (r->device_bytes > 0) { /* a CUDA plan's */
-    sb_printf(b, "device\n  memory           ");
+  if (r->device_bytes > 0 || r->workspace_bytes > 0) sb_printf(b, "device\n"); /* a CUDA plan's */
+  if (r->device_bytes > 0) {
+    sb_printf(b, "  memory           ");
     sb_bytes(b, r->device_bytes);
     sb_printf(b, " held by the plan (metadata)\n");
   }

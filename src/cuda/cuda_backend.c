@@ -165,8 +165,8 @@ static int cmp_tile_cost(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* The workspace of split tiles: nslots x batch*heads x tile_q rows x (head_dim + 2) fp32. */
-/* The bytes of split tiles' workspace (part_bytes), which a call takes from the pool. */
+/* The bytes of split tiles' workspace (part_bytes: nslots x batch*heads x tile_q rows x
+ * (head_dim + 2) fp32), which each call takes from the context's pool. */
 static splat_status part_workspace(splat__cuda_plan *p, const splat_plan *plan, int64_t nslots) {
   const splat_plan_desc *d = &plan->desc;
   const double bytes =
@@ -177,7 +177,7 @@ static splat_status part_workspace(splat__cuda_plan *p, const splat_plan *plan, 
                        "%.1f GiB; raise SPLAT_ATTN_SPLIT (key tiles per chunk) or set it to 0",
                        (long long)nslots, bytes / (double)(1ull << 30));
   }
-  p->part_bytes = (size_t)bytes ? (size_t)bytes : 256;
+  p->part_bytes = (size_t)bytes;
   return SPLAT_OK;
 }
 
@@ -578,6 +578,7 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
       }
     }
     if (p->meta) drv->cuMemFree(p->meta);
+    if (p->rowpart_bytes || p->part_bytes) splat__workspace_pool_trim(p->cu->pool);
     pop();
   }
   free(p);
@@ -808,9 +809,13 @@ static splat_status workspaces_take(const splat__cuda_plan *p, splat_attention_p
   CUdeviceptr rowpart = 0, part = 0;
   splat_status st = SPLAT_OK;
   if (p->rowpart_bytes)
-    st = splat__workspace_take(p->cu->pool, p->rowpart_bytes, (CUstream)stream, &rowpart);
+    st = splat__workspace_take(p->cu->pool, p->rowpart_bytes,
+                               "a plan created with SPLAT_ATTN_PASSES=0 runs one pass without it",
+                               (CUstream)stream, &rowpart);
   if (st == SPLAT_OK && p->part_bytes)
-    st = splat__workspace_take(p->cu->pool, p->part_bytes, (CUstream)stream, &part);
+    st = splat__workspace_take(p->cu->pool, p->part_bytes,
+                               "a plan created without SPLAT_ATTN_SPLIT has no split tiles",
+                               (CUstream)stream, &part);
   prm->rowpart = (unsigned char *)(uintptr_t)rowpart;
   prm->part = (float *)(uintptr_t)part;
   return st;

@@ -159,6 +159,7 @@ static const struct {
     ENTRY(cuMemPoolCreate),
     ENTRY(cuMemPoolDestroy),
     ENTRY(cuMemPoolSetAttribute),
+    ENTRY(cuMemPoolTrimTo),
     ENTRY(cuMemAllocFromPoolAsync),
     ENTRY(cuMemFreeAsync),
 #undef ENTRY
@@ -215,6 +216,12 @@ static void load_api(void) {
       /* Optional: without it pass 2 of a two-pass attention waits for pass 1 to end
        * before it starts (cuda_backend.c launch_tile). */
       if (!strcmp(api_entries[i].name, "cuLaunchKernelEx")) continue;
+      /* Optional: without them the context has no workspace pool and its attention plans
+       * run one pass (workspace.c). */
+      if (!strncmp(api_entries[i].name, "cuMemPool", 9) ||
+          !strcmp(api_entries[i].name, "cuMemAllocFromPoolAsync") ||
+          !strcmp(api_entries[i].name, "cuMemFreeAsync"))
+        continue;
       snprintf(api_why, sizeof api_why,
                "the CUDA driver lacks %s (cuGetProcAddress returned %d, status %d); a driver "
                "for CUDA 12.0 or newer is needed",

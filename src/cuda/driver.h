@@ -57,10 +57,12 @@ typedef struct splat__cuda_api_table {
   splat__tma_encode_fn cuTensorMapEncodeTiled; /* NULL when the driver lacks it */
   CUresult (*cuLaunchKernelEx)(const splat__cu_launch_config *config, CUfunction func,
                                void **params, void **extra); /* NULL when the driver lacks it */
-  /* Stream-ordered allocation from a memory pool (workspace.h). */
+  /* Stream-ordered allocation from a memory pool (workspace.h); NULL when the driver lacks
+   * them (the context then has no pool). */
   CUresult (*cuMemPoolCreate)(CUmemoryPool *pool, const splat__cu_mem_pool_props *props);
   CUresult (*cuMemPoolDestroy)(CUmemoryPool pool);
   CUresult (*cuMemPoolSetAttribute)(CUmemoryPool pool, int attribute, void *value);
+  CUresult (*cuMemPoolTrimTo)(CUmemoryPool pool, size_t keep_bytes);
   CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *ptr, size_t bytes, CUmemoryPool pool,
                                       CUstream stream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream stream);

@@ -9,18 +9,24 @@
 #include "core/error.h"
 #include "core/log.h"
 
+/* No pool for device dev, and why (logged): its attention plans run one pass. */
+static splat_status no_pool(const splat__cuda_device *dev, const char *why) {
+  splat__log(SPLAT__LOG_INFO,
+             "device %d: no memory pool for workspaces (%s): attention plans run "
+             "one pass, and SPLAT_ATTN_SPLIT is refused",
+             dev->ordinal, why);
+  return SPLAT_OK;
+}
+
 splat_status splat__workspace_pool_create(const splat__cuda_device *dev, CUmemoryPool *out) {
   *out = NULL;
-  if (!dev->memory_pools) {
-    splat__log(SPLAT__LOG_INFO,
-               "device %d serves no memory pools: attention plans run one pass, without "
-               "a workspace",
-               dev->ordinal);
-    return SPLAT_OK;
-  }
   const splat__cuda_api_table *drv = NULL;
   splat_status st = splat__cuda_api(&drv);
   if (st != SPLAT_OK) return st;
+  if (!dev->memory_pools) return no_pool(dev, "the device serves none");
+  if (!drv->cuMemPoolCreate || !drv->cuMemPoolDestroy || !drv->cuMemPoolSetAttribute ||
+      !drv->cuMemPoolTrimTo || !drv->cuMemAllocFromPoolAsync || !drv->cuMemFreeAsync)
+    return no_pool(dev, "the driver lacks the cuMemPool functions");
   splat__cu_mem_pool_props props;
   memset(&props, 0, sizeof props);
   props.alloc_type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -28,17 +34,21 @@ splat_status splat__workspace_pool_create(const splat__cuda_device *dev, CUmemor
   props.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location_id = dev->ordinal;
   CUmemoryPool pool = NULL;
-  st = splat__cuda_check(drv->cuMemPoolCreate(&pool, &props),
-                         "cuMemPoolCreate (the attention's workspaces)");
-  if (st != SPLAT_OK) return st;
+  CUresult rc = drv->cuMemPoolCreate(&pool, &props);
   /* Keep what was served: released at every synchronisation (the default), each call
-   * after one would map its workspace afresh. */
+   * after one would map its workspace afresh. Plans trim it when they go
+   * (splat__workspace_pool_trim). */
   uint64_t keep = UINT64_MAX;
-  st = splat__cuda_check(drv->cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
-                         "cuMemPoolSetAttribute (the workspaces' release threshold)");
-  if (st != SPLAT_OK) {
-    drv->cuMemPoolDestroy(pool);
-    return st;
+  if (rc == CUDA_SUCCESS) {
+    rc = drv->cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    if (rc != CUDA_SUCCESS) drv->cuMemPoolDestroy(pool);
+  }
+  if (rc != CUDA_SUCCESS) {
+    const char *name = NULL;
+    if (drv->cuGetErrorName) drv->cuGetErrorName(rc, &name);
+    char why[96];
+    snprintf(why, sizeof why, "creating it failed: %s", name ? name : "unknown error");
+    return no_pool(dev, why);
   }
   *out = pool;
   return SPLAT_OK;
@@ -49,15 +59,21 @@ void splat__workspace_pool_destroy(CUmemoryPool pool) {
   if (pool && splat__cuda_api(&drv) == SPLAT_OK) drv->cuMemPoolDestroy(pool);
 }
 
-splat_status splat__workspace_take(CUmemoryPool pool, size_t bytes, CUstream stream,
-                                   CUdeviceptr *out) {
+void splat__workspace_pool_trim(CUmemoryPool pool) {
+  const splat__cuda_api_table *drv = NULL;
+  if (pool && splat__cuda_api(&drv) == SPLAT_OK) drv->cuMemPoolTrimTo(pool, 0);
+}
+
+splat_status splat__workspace_take(CUmemoryPool pool, size_t bytes, const char *hint,
+                                   CUstream stream, CUdeviceptr *out) {
   *out = 0;
   const splat__cuda_api_table *drv = NULL;
   splat_status st = splat__cuda_api(&drv);
   if (st != SPLAT_OK) return st;
-  char what[128];
-  snprintf(what, sizeof what, "cuMemAllocFromPoolAsync (%.1f MiB of workspace)",
-           (double)bytes / (1 << 20));
+  char what[256];
+  snprintf(what, sizeof what,
+           "splat_attention: cuMemAllocFromPoolAsync (%.1f MiB of workspace; %s)",
+           (double)bytes / (1 << 20), hint);
   return splat__cuda_check(drv->cuMemAllocFromPoolAsync(out, bytes, pool, stream), what);
 }
 
@@ -67,5 +83,5 @@ splat_status splat__workspace_give(CUdeviceptr ptr, CUstream stream) {
   splat_status st = splat__cuda_api(&drv);
   if (st != SPLAT_OK) return st;
   return splat__cuda_check(drv->cuMemFreeAsync(ptr, stream),
-                           "cuMemFreeAsync (the attention's workspace)");
+                           "splat_attention: cuMemFreeAsync (the workspace)");
 }
