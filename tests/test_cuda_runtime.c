@@ -1,6 +1,7 @@
 /* test_cuda_runtime.c — the CUDA runtime layer without a GPU: the driver table's
  * no-device answer and error mapping, the hash, logging defaults, code generation
- * from embedded templates, the choice of attention tile kernel, the split of long
+ * from embedded templates, the choice of attention tile kernel, the workspace pool against
+ * a fake driver table, the split of long
  * attention tiles, the choice of 192-row query tiles, NVRTC compiles of smoke.cuh for
  * sm_90a and sm_80 with the ptxas report, compile errors, the memory and disk kernel caches
  * (corruption, unwritable directories, 4 concurrent writer processes), list/clear and
@@ -35,6 +36,7 @@
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
+#include "cuda/workspace.h"
 #include "cuda/ws_tables.h"
 #include "harness.h"
 #include "support/reference_patterns.h"
@@ -2582,6 +2584,114 @@ static void test_gpu(void) {
   CHECK(dev.context == NULL);
 }
 
+/* ------------------------------------------------------------ workspace pool */
+
+/* workspace.c against a driver table of fakes: what it asks the driver for, and the
+ * contexts it leaves without a pool. */
+static struct {
+  int creates, destroys, trims, allocs, frees;
+  int fail_create, fail_set, fail_alloc;
+  splat__cu_mem_pool_props props;
+  int attr;
+  uint64_t threshold;
+  size_t bytes, keep;
+  CUmemoryPool pool;
+  CUstream stream;
+  CUdeviceptr freed;
+} fk;
+#define FAKE_POOL ((CUmemoryPool)(uintptr_t)0x5000)
+#define FAKE_PTR ((CUdeviceptr)0x7000)
+static CUresult fk_create(CUmemoryPool *pool, const splat__cu_mem_pool_props *props) {
+  fk.creates++;
+  fk.props = *props;
+  if (fk.fail_create) return CUDA_ERROR_INVALID_VALUE;
+  *pool = FAKE_POOL;
+  return CUDA_SUCCESS;
+}
+static CUresult fk_destroy(CUmemoryPool pool) {
+  fk.destroys += pool == FAKE_POOL;
+  return CUDA_SUCCESS;
+}
+static CUresult fk_set(CUmemoryPool pool, int attribute, void *value) {
+  (void)pool;
+  fk.attr = attribute;
+  memcpy(&fk.threshold, value, sizeof fk.threshold);
+  return fk.fail_set ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+static CUresult fk_trim(CUmemoryPool pool, size_t keep) {
+  fk.trims += pool == FAKE_POOL;
+  fk.keep = keep;
+  return CUDA_SUCCESS;
+}
+static CUresult fk_alloc(CUdeviceptr *ptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
+  fk.allocs++;
+  fk.bytes = bytes, fk.pool = pool, fk.stream = stream;
+  if (fk.fail_alloc) return CUDA_ERROR_OUT_OF_MEMORY;
+  *ptr = FAKE_PTR;
+  return CUDA_SUCCESS;
+}
+static CUresult fk_free(CUdeviceptr ptr, CUstream stream) {
+  fk.frees++;
+  fk.freed = ptr, fk.stream = stream;
+  return CUDA_SUCCESS;
+}
+
+static void test_workspace_pool(void) {
+  splat__cuda_api_table t;
+  memset(&t, 0, sizeof t);
+  t.cuMemPoolCreate = fk_create, t.cuMemPoolDestroy = fk_destroy;
+  t.cuMemPoolSetAttribute = fk_set, t.cuMemPoolTrimTo = fk_trim;
+  t.cuMemAllocFromPoolAsync = fk_alloc, t.cuMemFreeAsync = fk_free;
+  splat__cuda_device dev;
+  memset(&dev, 0, sizeof dev);
+  dev.ordinal = 3;
+  CUmemoryPool pool = FAKE_POOL;
+  /* No pool where the device serves none, the driver lacks a function, or it refuses one
+   * (a created pool whose threshold is refused is destroyed): SPLAT_OK each time. */
+  memset(&fk, 0, sizeof fk);
+  CHECK(splat__workspace_pool_create(&t, &dev, &pool) == SPLAT_OK && !pool && !fk.creates);
+  dev.memory_pools = 1;
+  splat__cuda_api_table lacking = t;
+  lacking.cuMemFreeAsync = NULL;
+  CHECK(splat__workspace_pool_create(&lacking, &dev, &pool) == SPLAT_OK && !pool && !fk.creates);
+  fk.fail_create = 1;
+  CHECK(splat__workspace_pool_create(&t, &dev, &pool) == SPLAT_OK && !pool && fk.creates == 1);
+  fk.fail_create = 0, fk.fail_set = 1;
+  CHECK(splat__workspace_pool_create(&t, &dev, &pool) == SPLAT_OK && !pool && fk.destroys == 1);
+  /* A pool of pinned device memory on the device, no export handle, keeping what it serves. */
+  memset(&fk, 0, sizeof fk);
+  CHECK(splat__workspace_pool_create(&t, &dev, &pool) == SPLAT_OK && pool == FAKE_POOL);
+  CHECK(fk.props.alloc_type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+        fk.props.handle_types == CU_MEM_HANDLE_TYPE_NONE &&
+        fk.props.location_type == CU_MEM_LOCATION_TYPE_DEVICE && fk.props.location_id == 3 &&
+        !fk.props.win32_security_attributes && !fk.props.max_size);
+  CHECK(fk.attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD && fk.threshold == UINT64_MAX);
+  /* A call's workspace: the bytes from the pool on the call's stream, given back there. */
+  CUstream s = (CUstream)(uintptr_t)0x9000;
+  CUdeviceptr ptr = 0;
+  CHECK(splat__workspace_take(&t, pool, (size_t)160 << 20, "hint", s, &ptr) == SPLAT_OK);
+  CHECK(ptr == FAKE_PTR && fk.bytes == (size_t)160 << 20 && fk.pool == pool && fk.stream == s);
+  CHECK(splat__workspace_give(&t, ptr, s) == SPLAT_OK && fk.frees == 1 && fk.freed == ptr);
+  CHECK(splat__workspace_give(&t, 0, s) == SPLAT_OK && fk.frees == 1); /* nothing taken */
+  /* Out of memory: the call's status, naming the bytes and the way out; nothing taken. */
+  fk.fail_alloc = 1;
+  ptr = FAKE_PTR;
+  CHECK(splat__workspace_take(&t, pool, (size_t)3 << 30, "SPLAT_ATTN_PASSES=0 runs one pass", s,
+                              &ptr) == SPLAT_ERR_OUT_OF_MEMORY &&
+        ptr == 0);
+  const char *msg = splat_last_error(NULL);
+  CHECKF(strstr(msg, "splat_attention") && strstr(msg, "3072.0 MiB of workspace") &&
+             strstr(msg, "SPLAT_ATTN_PASSES=0 runs one pass"),
+         "%s", msg);
+  /* Trimmed to nothing kept (a plan with a workspace destroyed); no pool, no call. */
+  splat__workspace_pool_trim(&t, pool);
+  splat__workspace_pool_trim(&t, NULL);
+  CHECK(fk.trims == 1 && fk.keep == 0);
+  splat__workspace_pool_destroy(&t, pool);
+  splat__workspace_pool_destroy(&t, NULL);
+  CHECK(fk.destroys == 1);
+}
+
 int main(void) {
   char tmp[] = "/tmp/splat-test-cuda-XXXXXX";
   if (!mkdtemp(tmp)) {
@@ -2604,6 +2714,7 @@ int main(void) {
   test_tile_rows();
   test_tma_q_view();
   test_ws_tables();
+  test_workspace_pool();
   test_tile_split();
   test_sddmm_split_ktiles();
   test_ptxas_parse();

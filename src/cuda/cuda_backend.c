@@ -70,7 +70,7 @@ splat_status splat__cuda_context_open(int device, splat__cuda_context **out) {
   }
   st = push(c);
   if (st == SPLAT_OK) {
-    st = splat__workspace_pool_create(&c->dev, &c->pool);
+    st = splat__workspace_pool_create(drv, &c->dev, &c->pool);
     pop();
   }
   if (st != SPLAT_OK) {
@@ -84,7 +84,7 @@ splat_status splat__cuda_context_open(int device, splat__cuda_context **out) {
 
 void splat__cuda_context_close(splat__cuda_context *c) {
   if (!c) return;
-  splat__workspace_pool_destroy(c->pool);
+  splat__workspace_pool_destroy(drv, c->pool);
   splat__cuda_device_close(&c->dev);
   free(c);
 }
@@ -578,7 +578,7 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
       }
     }
     if (p->meta) drv->cuMemFree(p->meta);
-    if (p->rowpart_bytes || p->part_bytes) splat__workspace_pool_trim(p->cu->pool);
+    if (p->rowpart_bytes || p->part_bytes) splat__workspace_pool_trim(drv, p->cu->pool);
     pop();
   }
   free(p);
@@ -809,11 +809,11 @@ static splat_status workspaces_take(const splat__cuda_plan *p, splat_attention_p
   CUdeviceptr rowpart = 0, part = 0;
   splat_status st = SPLAT_OK;
   if (p->rowpart_bytes)
-    st = splat__workspace_take(p->cu->pool, p->rowpart_bytes,
+    st = splat__workspace_take(drv, p->cu->pool, p->rowpart_bytes,
                                "a plan created with SPLAT_ATTN_PASSES=0 runs one pass without it",
                                (CUstream)stream, &rowpart);
   if (st == SPLAT_OK && p->part_bytes)
-    st = splat__workspace_take(p->cu->pool, p->part_bytes,
+    st = splat__workspace_take(drv, p->cu->pool, p->part_bytes,
                                "a plan created without SPLAT_ATTN_SPLIT has no split tiles",
                                (CUstream)stream, &part);
   prm->rowpart = (unsigned char *)(uintptr_t)rowpart;
@@ -823,9 +823,9 @@ static splat_status workspaces_take(const splat__cuda_plan *p, splat_attention_p
 static splat_status workspaces_give_back(const splat_attention_params *prm, splat_stream stream,
                                          splat_status st) {
   const splat_status s1 =
-      splat__workspace_give((CUdeviceptr)(uintptr_t)prm->rowpart, (CUstream)stream);
+      splat__workspace_give(drv, (CUdeviceptr)(uintptr_t)prm->rowpart, (CUstream)stream);
   const splat_status s2 =
-      splat__workspace_give((CUdeviceptr)(uintptr_t)prm->part, (CUstream)stream);
+      splat__workspace_give(drv, (CUdeviceptr)(uintptr_t)prm->part, (CUstream)stream);
   return st != SPLAT_OK ? st : s1 != SPLAT_OK ? s1 : s2;
 }
 

@@ -18,11 +18,9 @@ static splat_status no_pool(const splat__cuda_device *dev, const char *why) {
   return SPLAT_OK;
 }
 
-splat_status splat__workspace_pool_create(const splat__cuda_device *dev, CUmemoryPool *out) {
+splat_status splat__workspace_pool_create(const splat__cuda_api_table *drv,
+                                          const splat__cuda_device *dev, CUmemoryPool *out) {
   *out = NULL;
-  const splat__cuda_api_table *drv = NULL;
-  splat_status st = splat__cuda_api(&drv);
-  if (st != SPLAT_OK) return st;
   if (!dev->memory_pools) return no_pool(dev, "the device serves none");
   if (!drv->cuMemPoolCreate || !drv->cuMemPoolDestroy || !drv->cuMemPoolSetAttribute ||
       !drv->cuMemPoolTrimTo || !drv->cuMemAllocFromPoolAsync || !drv->cuMemFreeAsync)
@@ -54,22 +52,18 @@ splat_status splat__workspace_pool_create(const splat__cuda_device *dev, CUmemor
   return SPLAT_OK;
 }
 
-void splat__workspace_pool_destroy(CUmemoryPool pool) {
-  const splat__cuda_api_table *drv = NULL;
-  if (pool && splat__cuda_api(&drv) == SPLAT_OK) drv->cuMemPoolDestroy(pool);
+void splat__workspace_pool_destroy(const splat__cuda_api_table *drv, CUmemoryPool pool) {
+  if (pool) drv->cuMemPoolDestroy(pool);
 }
 
-void splat__workspace_pool_trim(CUmemoryPool pool) {
-  const splat__cuda_api_table *drv = NULL;
-  if (pool && splat__cuda_api(&drv) == SPLAT_OK) drv->cuMemPoolTrimTo(pool, 0);
+void splat__workspace_pool_trim(const splat__cuda_api_table *drv, CUmemoryPool pool) {
+  if (pool) drv->cuMemPoolTrimTo(pool, 0);
 }
 
-splat_status splat__workspace_take(CUmemoryPool pool, size_t bytes, const char *hint,
-                                   CUstream stream, CUdeviceptr *out) {
+splat_status splat__workspace_take(const splat__cuda_api_table *drv, CUmemoryPool pool,
+                                   size_t bytes, const char *hint, CUstream stream,
+                                   CUdeviceptr *out) {
   *out = 0;
-  const splat__cuda_api_table *drv = NULL;
-  splat_status st = splat__cuda_api(&drv);
-  if (st != SPLAT_OK) return st;
   char what[256];
   snprintf(what, sizeof what,
            "splat_attention: cuMemAllocFromPoolAsync (%.1f MiB of workspace; %s)",
@@ -77,11 +71,9 @@ splat_status splat__workspace_take(CUmemoryPool pool, size_t bytes, const char *
   return splat__cuda_check(drv->cuMemAllocFromPoolAsync(out, bytes, pool, stream), what);
 }
 
-splat_status splat__workspace_give(CUdeviceptr ptr, CUstream stream) {
-  const splat__cuda_api_table *drv = NULL;
+splat_status splat__workspace_give(const splat__cuda_api_table *drv, CUdeviceptr ptr,
+                                   CUstream stream) {
   if (!ptr) return SPLAT_OK;
-  splat_status st = splat__cuda_api(&drv);
-  if (st != SPLAT_OK) return st;
   return splat__cuda_check(drv->cuMemFreeAsync(ptr, stream),
                            "splat_attention: cuMemFreeAsync (the workspace)");
 }
