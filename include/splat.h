@@ -301,7 +301,7 @@ SPLAT_API splat_status splat_spmm(splat_plan *plan, const splat_tensor *probs,
  * (may be NULL). Empty rows give zeros and lse = -inf. A CUDA call of a plan with a
  * workspace (two-pass masks such as strided | window, SPLAT_ATTN_SPLIT:
  * splat_report.workspace_bytes) takes it from its context's memory pool on `stream` and
- * gives it back there, so calls on several streams or host threads may overlap, and a CUDA
+ * gives it back there, so calls on several streams may overlap, and a CUDA
  * graph may capture the call (docs/cuda.md "Workspace"); SPLAT_ERR_OUT_OF_MEMORY where the
  * pool cannot serve it. */
 SPLAT_API splat_status splat_attention(splat_plan *plan, const splat_tensor *q,
