@@ -2123,6 +2123,26 @@ static int have_nvrtc(void) {
   return major >= 12;
 }
 
+/* NVRTC loaded on a thread of its own (plan creation overlaps its dlopen): the thread runs
+ * the one load, after which no thread starts and the version is there at once. Runs first,
+ * before anything else loads NVRTC. */
+static void test_nvrtc_prefetch(void) {
+  splat__nvrtc_prefetch p;
+  splat__nvrtc_prefetch_begin(&p);
+  CHECK(p.started); /* nothing loaded NVRTC yet in this process */
+  splat__nvrtc_prefetch_end(&p);
+  CHECK(!p.started);
+  splat__nvrtc_prefetch_begin(&p); /* loaded (or found missing): nothing to start */
+  CHECK(!p.started);
+  splat__nvrtc_prefetch_end(&p);
+  int major = -1;
+  const double t0 = splat__now_ms();
+  const splat_status st = splat__nvrtc_version(&major, NULL);
+  const double ms = splat__now_ms() - t0;
+  CHECKF((st == SPLAT_OK) == (major >= 12) && ms < 1.0, "status %d, major %d, %.3f ms", (int)st,
+         major, ms);
+}
+
 static void test_nvrtc(void) {
   if (!have_nvrtc()) {
     skip("NVRTC compiles", splat__thread_error());
@@ -2700,6 +2720,7 @@ int main(void) {
   }
   unsetenv("SPLAT_DUMP_DIR");
   double t0 = splat__now_ms();
+  test_nvrtc_prefetch();
   test_driver();
   test_hash();
   test_codegen();

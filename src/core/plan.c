@@ -8,6 +8,7 @@
 #include "core/timer.h"
 #include "cuda/backend.h"
 #include "cuda/kgen.h"
+#include "cuda/nvrtc.h"
 
 #define DEFAULT_TILE 128
 #define MAX_TILE 1024
@@ -136,23 +137,24 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   if (!plan->desc.ops) plan->desc.ops = SPLAT_OPS_ALL;
   plan->seq_q = splat_pattern_seq_q(pattern);
   plan->seq_k = splat_pattern_seq_k(pattern);
+  /* A CUDA plan's kernels need NVRTC (their cache keys name its version): loaded meanwhile. */
+  splat__nvrtc_prefetch nvrtc = {0};
+  if (ctx->backend == SPLAT_BACKEND_CUDA) splat__nvrtc_prefetch_begin(&nvrtc);
   st = analyse(plan, pattern);
   if (st != SPLAT_OK) {
+    splat__nvrtc_prefetch_end(&nvrtc);
     free(plan);
     return splat__capture(ctx->error, st);
   }
   st = check_sizes(plan);
+  if (st == SPLAT_OK && ctx->backend == SPLAT_BACKEND_CUDA) { /* device metadata and kernels */
+    if (rows_left && plan->desc.tile_q == DEFAULT_TILE) st = splat__cuda_plan_tile_rows(plan);
+    if (st == SPLAT_OK) st = splat__cuda_plan_create(plan, &plan->cuda);
+  }
+  splat__nvrtc_prefetch_end(&nvrtc);
   if (st != SPLAT_OK) {
     splat_plan_destroy(plan);
     return splat__capture(ctx->error, st);
-  }
-  if (ctx->backend == SPLAT_BACKEND_CUDA) { /* device metadata and kernels */
-    if (rows_left && plan->desc.tile_q == DEFAULT_TILE) st = splat__cuda_plan_tile_rows(plan);
-    if (st == SPLAT_OK) st = splat__cuda_plan_create(plan, &plan->cuda);
-    if (st != SPLAT_OK) {
-      splat_plan_destroy(plan);
-      return splat__capture(ctx->error, st);
-    }
   }
   *out = plan;
   return SPLAT_OK;

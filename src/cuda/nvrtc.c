@@ -38,6 +38,7 @@ static struct {
 } nv;
 
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+static int nv_tried; /* load_nvrtc has run (atomic accesses) */
 
 static void *try_open(const char *path, char *tried, size_t cap) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -120,8 +121,30 @@ static void load_nvrtc(void) {
   /* NVRTC stays loaded for the life of the process. */
 }
 
+/* load_nvrtc, then the mark that it ran. */
+static void load_nvrtc_once(void) {
+  load_nvrtc();
+  __atomic_store_n(&nv_tried, 1, __ATOMIC_RELEASE);
+}
+
+static void *prefetch_main(void *arg) {
+  (void)arg;
+  pthread_once(&nv_once, load_nvrtc_once);
+  return NULL;
+}
+
+void splat__nvrtc_prefetch_begin(splat__nvrtc_prefetch *p) {
+  p->started = !__atomic_load_n(&nv_tried, __ATOMIC_ACQUIRE) &&
+               pthread_create(&p->thread, NULL, prefetch_main, NULL) == 0;
+}
+
+void splat__nvrtc_prefetch_end(splat__nvrtc_prefetch *p) {
+  if (p->started) pthread_join(p->thread, NULL);
+  p->started = 0;
+}
+
 static splat_status nvrtc_load(void) {
-  pthread_once(&nv_once, load_nvrtc);
+  pthread_once(&nv_once, load_nvrtc_once);
   if (!nv.ok) return splat__fail(SPLAT_ERR_UNSUPPORTED, "%s", nv.why);
   return SPLAT_OK;
 }

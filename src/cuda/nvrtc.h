@@ -4,6 +4,7 @@
 #ifndef SPLAT_CUDA_NVRTC_H
 #define SPLAT_CUDA_NVRTC_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "splat.h"
@@ -19,6 +20,21 @@ typedef struct splat__compiled {
 
 /* Frees the members and zeroes the struct; accepts NULL. */
 void splat__compiled_free(splat__compiled *c);
+
+/* Loading NVRTC on a thread of its own while the caller goes on: its dlopen takes ~5.5 ms
+ * where the library is in the page cache (its static initialisers) and far more from a cold
+ * disk, and every plan needs its version for the kernel cache's keys, even when all its
+ * kernels come from the disk cache. Plan creation starts it before the analysis and joins it
+ * at its end; the first key or compile waits for the load (pthread_once) in between. Starts
+ * nothing once NVRTC was loaded (or found missing), or where no thread can be started (the
+ * first key then loads it). */
+typedef struct splat__nvrtc_prefetch {
+  pthread_t thread;
+  int started;
+} splat__nvrtc_prefetch;
+void splat__nvrtc_prefetch_begin(splat__nvrtc_prefetch *p);
+/* Joins the thread, if one was started. */
+void splat__nvrtc_prefetch_end(splat__nvrtc_prefetch *p);
 
 /* The loaded NVRTC's version. Returns SPLAT_ERR_UNSUPPORTED with a sentence when NVRTC
  * cannot be loaded. major, minor: host, may be NULL. */
