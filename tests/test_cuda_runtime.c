@@ -2124,8 +2124,9 @@ static int have_nvrtc(void) {
 }
 
 /* NVRTC loaded on a thread of its own (plan creation overlaps its dlopen): the thread runs
- * the one load, after which no thread starts and the version is there at once. Runs first,
- * before anything else loads NVRTC. */
+ * the one load, after which no thread starts; a caller then gets the version, or, where NVRTC
+ * is missing, the loader's sentence on its own thread. Runs first, before anything else
+ * loads NVRTC (a machine that can start no thread would fail the first check). */
 static void test_nvrtc_prefetch(void) {
   splat__nvrtc_prefetch p;
   splat__nvrtc_prefetch_begin(&p);
@@ -2136,11 +2137,10 @@ static void test_nvrtc_prefetch(void) {
   CHECK(!p.started);
   splat__nvrtc_prefetch_end(&p);
   int major = -1;
-  const double t0 = splat__now_ms();
   const splat_status st = splat__nvrtc_version(&major, NULL);
-  const double ms = splat__now_ms() - t0;
-  CHECKF((st == SPLAT_OK) == (major >= 12) && ms < 1.0, "status %d, major %d, %.3f ms", (int)st,
-         major, ms);
+  CHECKF(st == SPLAT_OK ? major > 0
+                        : major == 0 && strstr(splat__thread_error(), "NVRTC is not available"),
+         "status %d, major %d, '%s'", (int)st, major, st == SPLAT_OK ? "" : splat__thread_error());
 }
 
 static void test_nvrtc(void) {

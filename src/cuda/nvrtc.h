@@ -25,12 +25,12 @@ void splat__compiled_free(splat__compiled *c);
  * where the library is in the page cache (its static initialisers) and far more from a cold
  * disk, and every plan needs its version for the kernel cache's keys, even when all its
  * kernels come from the disk cache. Plan creation starts it before the analysis and joins it
- * at its end; the first key or compile waits for the load (pthread_once) in between. Starts
- * nothing once NVRTC was loaded (or found missing), or where no thread can be started (the
- * first key then loads it). */
+ * at its end (a plan that fails before its kernels waits for the load too); the first key or
+ * compile waits for the load (pthread_once) in between. Starts nothing once NVRTC was loaded
+ * (or found missing), or where no thread can be started (the first key then loads it). */
 typedef struct splat__nvrtc_prefetch {
-  pthread_t thread;
   int started;
+  pthread_t thread;
 } splat__nvrtc_prefetch;
 void splat__nvrtc_prefetch_begin(splat__nvrtc_prefetch *p);
 /* Joins the thread, if one was started. */
