@@ -27,7 +27,9 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out);
 void splat__cuda_plan_destroy(splat__cuda_plan *p);
 
 /* The operations: same arguments as splat__cpu_* plus the stream; tensors in device
- * memory. Never synchronise, never allocate. */
+ * memory. Never synchronise; the attention of a two-pass or split plan takes its workspace
+ * from the context's pool on the stream and gives it back there (workspace.h), nothing else
+ * allocates. */
 splat_status splat__cuda_sddmm(const splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
                                double scale, const splat_tensor *scores, splat_stream stream);
 splat_status splat__cuda_softmax(const splat_plan *plan, const splat_tensor *scores, double scale,
