@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "core/dtype.h"
-#include "cpu/parallel.h"
+#include "core/parallel.h"
 #include "harness.h"
 #include "splat.h"
 #include "support/reference_patterns.h"

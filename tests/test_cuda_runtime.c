@@ -2604,6 +2604,48 @@ static void test_gpu(void) {
   CHECK(dev.context == NULL);
 }
 
+/* ------------------------------------------------------------ programmatic launches */
+
+/* splat__cuda_pdl_allowed against fakes: the attribute only where the driver takes it, and
+ * never on a stream an older driver is capturing (or cannot say it is not). */
+static int fake_capture_status, fake_capture_rc, fake_capture_calls;
+static CUstream fake_capture_stream;
+static CUresult fake_is_capturing(CUstream stream, int *status) {
+  fake_capture_calls++;
+  fake_capture_stream = stream;
+  *status = fake_capture_status;
+  return fake_capture_rc;
+}
+static CUresult fake_launch_ex(const splat__cu_launch_config *config, CUfunction func,
+                               void **params, void **extra) {
+  (void)config, (void)func, (void)params, (void)extra;
+  return CUDA_SUCCESS;
+}
+
+static void test_pdl_allowed(void) {
+  splat__cuda_api_table t;
+  memset(&t, 0, sizeof t);
+  CUstream s = (CUstream)(uintptr_t)0x9100;
+  t.driver_version = 13000;
+  t.cuStreamIsCapturing = fake_is_capturing;
+  CHECK(!splat__cuda_pdl_allowed(&t, s)); /* no cuLaunchKernelEx */
+  t.cuLaunchKernelEx = fake_launch_ex;
+  fake_capture_status = 1; /* capturing */
+  fake_capture_calls = 0;
+  CHECK(splat__cuda_pdl_allowed(&t, s) && fake_capture_calls == 0); /* 12.3+: graphs take it */
+  t.driver_version = 12030;
+  CHECK(splat__cuda_pdl_allowed(&t, s));
+  t.driver_version = 12020;
+  CHECK(!splat__cuda_pdl_allowed(&t, s) && fake_capture_calls == 1 && fake_capture_stream == s);
+  fake_capture_status = 0; /* not capturing */
+  CHECK(splat__cuda_pdl_allowed(&t, s));
+  fake_capture_rc = CUDA_ERROR_INVALID_VALUE; /* cannot say */
+  CHECK(!splat__cuda_pdl_allowed(&t, s));
+  fake_capture_rc = CUDA_SUCCESS;
+  t.cuStreamIsCapturing = NULL;
+  CHECK(!splat__cuda_pdl_allowed(&t, s));
+}
+
 /* ------------------------------------------------------------ workspace pool */
 
 /* workspace.c against a driver table of fakes: what it asks the driver for, and the
@@ -2736,6 +2778,7 @@ int main(void) {
   test_tma_q_view();
   test_ws_tables();
   test_workspace_pool();
+  test_pdl_allowed();
   test_tile_split();
   test_sddmm_split_ktiles();
   test_ptxas_parse();

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 #define DEFAULT_TILE 128
 #define MAX_TILE 1024
@@ -973,8 +974,19 @@ done:
  * tiles stay full: no predicated diagonal, one run), and the contiguous segments split
  * around them — when each pass keeps at most K segments and the strided pass no more
  * than it had, every merged progression has two points or more. */
-static void pass_row(const splat__segment *segs, int n, int K, splat__segment *out0, int *n0,
-                     splat__segment *out1, int *n1) {
+/* Quotient caches of pass_row's divisions (quot_cached), one per segment slot: [0] the
+ * strided segments', [1] the contiguous ones'; neighbouring rows' starts move by a key. */
+typedef struct pass_row_cache {
+  int32_t cd[2][SPLAT_MAX_SEGMENTS], cq[2][SPLAT_MAX_SEGMENTS];
+} pass_row_cache;
+
+/* x mod d for x >= 0, d > 1, through a quotient cache. */
+static inline int64_t mod_cached(int32_t x, int32_t d, int32_t *cd, int32_t *cq) {
+  return (int64_t)x - (int64_t)quot_cached(x, d, cd, cq) * d;
+}
+
+static void pass_row(const splat__segment *segs, int n, int K, pass_row_cache *pc,
+                     splat__segment *out0, int *n0, splat__segment *out1, int *n1) {
   *n0 = *n1 = 0;
   for (int s = 0; s < n; s++) {
     if (segs[s].stride > 1)
@@ -983,28 +995,39 @@ static void pass_row(const splat__segment *segs, int n, int K, splat__segment *o
       out1[(*n1)++] = segs[s];
   }
   if (*n0 == 0 || *n1 == 0) return;
-  const int64_t d = out0[0].stride, ph = out0[0].start % d;
+  const int32_t d = out0[0].stride;
+  if (out0[0].start < 0) return; /* keys are not negative */
+  const int64_t ph = mod_cached(out0[0].start, d, &pc->cd[0][0], &pc->cq[0][0]);
   for (int s = 0; s < *n0; s++)
-    if (out0[s].stride != d || out0[s].width != 1 || out0[s].start % d != ph) return;
+    if (out0[s].stride != d || out0[s].width != 1 || out0[s].start < 0 ||
+        (s && mod_cached(out0[s].start, d, &pc->cd[0][s], &pc->cq[0][s]) != ph))
+      return;
   /* The lattice as ranges of points [lo, hi] (step d), the strided segments' and each
    * contiguous segment's points; the contiguous segments less those points. */
   int64_t lo[2 * SPLAT_MAX_SEGMENTS + 2], hi[2 * SPLAT_MAX_SEGMENTS + 2];
+  int64_t pts[2 * SPLAT_MAX_SEGMENTS + 2]; /* each range's points */
   splat__segment c[SPLAT_MAX_SEGMENTS];
   int nr = 0, nc = 0;
   for (int s = 0; s < *n0; s++) {
     lo[nr] = out0[s].start;
+    pts[nr] = out0[s].count;
     hi[nr++] = out0[s].start + (int64_t)(out0[s].count - 1) * d;
   }
   for (int s = 0; s < *n1; s++) {
     const int64_t a0 = out1[s].start, a1 = a0 + out1[s].count - 1; /* keys [a0, a1] */
-    const int64_t p0 = a0 + ((ph - a0) % d + d) % d;               /* first point >= a0 */
-    int64_t from = a0;
+    if (a0 < 0) return;
+    int64_t gap = ph - mod_cached(out1[s].start, d, &pc->cd[1][s], &pc->cq[1][s]);
+    if (gap < 0) gap += d;
+    const int64_t p0 = a0 + gap; /* first point >= a0 */
+    int64_t from = a0, last = p0, npts = 0;
     for (int64_t q = p0; q <= a1; q += d) {
       if (q > from) {
         if (nc == K) return;
         c[nc++] = (splat__segment){(int32_t)from, 1, (int32_t)(q - from), 1};
       }
       from = q + 1;
+      last = q;
+      npts++;
     }
     if (from <= a1) {
       if (nc == K) return;
@@ -1013,29 +1036,30 @@ static void pass_row(const splat__segment *segs, int n, int K, splat__segment *o
     if (p0 <= a1) {
       if (nr == 2 * SPLAT_MAX_SEGMENTS + 2) return;
       lo[nr] = p0;
-      hi[nr++] = p0 + (a1 - p0) / d * d;
+      pts[nr] = npts;
+      hi[nr++] = last;
     }
   }
   /* Sort the ranges by start (few) and merge those d apart. */
-  for (int x = 1; x < nr; x++)
-    for (int y = x; y > 0 && lo[y] < lo[y - 1]; y--) {
-      const int64_t tl = lo[y], th = hi[y];
-      lo[y] = lo[y - 1], hi[y] = hi[y - 1];
-      lo[y - 1] = tl, hi[y - 1] = th;
-    }
+  for (int x = 1; x < nr; x++) {
+    const int64_t tl = lo[x], th = hi[x], tp = pts[x];
+    int y = x;
+    for (; y > 0 && tl < lo[y - 1]; y--) lo[y] = lo[y - 1], hi[y] = hi[y - 1], pts[y] = pts[y - 1];
+    lo[y] = tl, hi[y] = th, pts[y] = tp;
+  }
   int m = 0;
   for (int x = 1; x < nr; x++) {
     if (lo[x] == hi[m] + d)
-      hi[m] = hi[x];
+      hi[m] = hi[x], pts[m] += pts[x];
     else
-      m++, lo[m] = lo[x], hi[m] = hi[x];
+      m++, lo[m] = lo[x], hi[m] = hi[x], pts[m] = pts[x];
   }
   m++;
   if (m > *n0) return;
   for (int x = 0; x < m; x++)
-    if (hi[x] == lo[x]) return; /* a lone point: its canonical form is contiguous */
+    if (pts[x] == 1) return; /* a lone point: its canonical form is contiguous */
   for (int x = 0; x < m; x++)
-    out0[x] = (splat__segment){(int32_t)lo[x], (int32_t)d, (int32_t)((hi[x] - lo[x]) / d + 1), 1};
+    out0[x] = (splat__segment){(int32_t)lo[x], (int32_t)d, (int32_t)pts[x], 1};
   *n0 = m;
   memcpy(out1, c, (size_t)nc * sizeof *c);
   *n1 = nc;
@@ -1063,6 +1087,75 @@ int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *sing
   return ncontig > 0 && ncontig < nsegs;
 }
 
+/* The passes' tile plans, four jobs (core/parallel.h): each pass's on the single plan's
+ * tiles, and on key tiles of half the width (splat__tile_plan_passes keeps those where they
+ * compute a fifth less). */
+typedef struct pass_jobs {
+  const splat__tile_plan *single;
+  const splat__acsr *part;
+  splat__tile_plan *out, half[2];
+} pass_jobs;
+
+static splat_status plan_pass(void *arg, int i) {
+  pass_jobs *j = arg;
+  const int k = i / 2, tile_k = i % 2 ? j->single->tile_k / 2 : j->single->tile_k;
+  if (i % 2 && j->single->tile_k % 128) return SPLAT_OK; /* no half-width trial */
+  return splat__tile_plan_build(&j->part[k], j->single->tile_q, tile_k,
+                                i % 2 ? &j->half[k] : &j->out[k]);
+}
+
+/* The passes' ACSRs are split from a's rows in chunks of rows, one job each (core/parallel.h),
+ * from SPLIT_CHUNKS x SPLIT_CHUNK_ROWS rows (test_analysis checks plans at 4097). A chunk writes
+ * its rows' segments into each pass's array from its own bound on the segments before it
+ * (contiguous: K a row; strided: a's segments), with offsets from there; splat__tile_plan_passes
+ * then moves them down. */
+#define SPLIT_CHUNKS 4
+#define SPLIT_CHUNK_ROWS 1024
+typedef struct split_jobs {
+  const splat__acsr *a;
+  splat__acsr *part;
+  int chunks;
+  int64_t n[SPLIT_CHUNKS][2];      /* each chunk's segments of each pass */
+  int64_t nnz_of[SPLIT_CHUNKS][2]; /* and their entries */
+  int64_t nnz[2];                  /* each pass's regular entries */
+} split_jobs;
+
+static int64_t chunk_row(const split_jobs *j, int c) {
+  return j->a->seq_q * c / j->chunks;
+}
+
+static int64_t chunk_base(const split_jobs *j, int c, int k) {
+  const int64_t r0 = chunk_row(j, c);
+  return k == 0 ? r0 * j->a->max_segments : j->a->row_seg[r0];
+}
+
+static splat_status split_rows(void *arg, int c) {
+  split_jobs *j = arg;
+  const splat__acsr *a = j->a;
+  const int K = a->max_segments;
+  const int64_t base[2] = {chunk_base(j, c, 0), chunk_base(j, c, 1)};
+  int64_t n[2] = {base[0], base[1]};
+  pass_row_cache pc;
+  memset(&pc, 0, sizeof pc);
+  /* r[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h), r[1]:
+   * the strided pass's. */
+  splat__segment r[2][SPLAT_MAX_SEGMENTS];
+  for (int64_t i = chunk_row(j, c); i < chunk_row(j, c + 1); i++) {
+    int m[2];
+    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, &pc, r[1], &m[1],
+             r[0], &m[0]);
+    for (int k = 0; k < 2; k++) {
+      j->part[k].row_seg[i] = n[k];
+      memcpy(&j->part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
+      n[k] += m[k];
+      for (int x = 0; x < m[k]; x++) j->nnz_of[c][k] += (int64_t)r[k][x].count * r[k][x].width;
+    }
+  }
+  j->n[c][0] = n[0] - base[0];
+  j->n[c][1] = n[1] - base[1];
+  return SPLAT_OK;
+}
+
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
                                      splat__tile_plan out[2], splat__acsr part[2], int *npass) {
   *npass = 0;
@@ -1071,63 +1164,58 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
   const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
-   * (pass_row, once a row: its segments appended to arrays of their most, whose pages past
-   * what the rows fill are never touched: no copies as they grow). A row's strided segments
-   * are at most its own count, its contiguous ones at most K. */
+   * (split_rows), in arrays of their most: a row's strided segments are at most its own
+   * count, its contiguous ones at most K. */
   part[0] = part[1] = *a;
   part[0].row_seg = part[1].row_seg = NULL;
   part[0].segs = part[1].segs = NULL;
-  const int K = a->max_segments;
-  /* r[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h), r[1]:
-   * the strided pass's. */
-  splat__segment r[2][SPLAT_MAX_SEGMENTS];
-  int64_t n[2] = {0, 0};
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
-    const int64_t most = k == 0 ? seq_q * K : a->row_seg[seq_q];
+    const int64_t most = k == 0 ? seq_q * a->max_segments : a->row_seg[seq_q];
     part[k].segs = malloc((size_t)(most + 1) * sizeof *part[k].segs);
     if (!part[k].row_seg || !part[k].segs)
       st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
   }
-  for (int64_t i = 0; i < seq_q && st == SPLAT_OK; i++) {
-    int m[2];
-    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, r[1], &m[1],
-             r[0], &m[0]);
+  split_jobs sj;
+  memset(&sj, 0, sizeof sj);
+  sj.a = a;
+  sj.part = part;
+  sj.chunks = seq_q >= SPLIT_CHUNK_ROWS * SPLIT_CHUNKS ? SPLIT_CHUNKS : 1;
+  if (st == SPLAT_OK) st = splat__parallel_run(split_rows, &sj, sj.chunks);
+  /* Each chunk's segments down behind the chunks before (chunk 0's are in place). */
+  int64_t n[2] = {sj.n[0][0], sj.n[0][1]};
+  for (int c = 0; c < sj.chunks; c++) sj.nnz[0] += sj.nnz_of[c][0], sj.nnz[1] += sj.nnz_of[c][1];
+  for (int c = 1; c < sj.chunks && st == SPLAT_OK; c++) {
     for (int k = 0; k < 2; k++) {
-      part[k].row_seg[i] = n[k];
-      memcpy(&part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
-      n[k] += m[k];
+      const int64_t base = chunk_base(&sj, c, k), shift = base - n[k];
+      memmove(&part[k].segs[n[k]], &part[k].segs[base], (size_t)sj.n[c][k] * sizeof *part[k].segs);
+      for (int64_t i = chunk_row(&sj, c); i < chunk_row(&sj, c + 1); i++)
+        part[k].row_seg[i] -= shift;
+      n[k] += sj.n[c][k];
     }
   }
   if (st == SPLAT_OK) {
     part[0].row_seg[seq_q] = n[0];
     part[1].row_seg[seq_q] = n[1];
+    pass_jobs j;
+    memset(&j, 0, sizeof j);
+    j.single = single, j.part = part, j.out = out;
+    st = splat__parallel_run(plan_pass, &j, 4);
+    /* Key tiles of half the width where they compute a fifth less: phase classes of 64 keys
+     * (strided(64) at 4096) half-fill 128-key tiles, whose empty half costs the kernels a
+     * predicated sub-tile per item (bench/NOTES.md v20). Only from widths that are multiples
+     * of 128: the warp-specialised kernel takes key tiles of whole 64-key sub-tiles. Not
+     * where it cannot: its tiles hold the pass's regular entries at least, so above 4/5 of
+     * the plan's work they exceed a fifth less. */
     for (int k = 0; k < 2; k++) {
-      part[k].nnz = a->rem_nnz;
-      for (int64_t x = 0; x < n[k]; x++)
-        part[k].nnz += (int64_t)part[k].segs[x].count * part[k].segs[x].width;
-    }
-    for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
-      st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k, &out[k]);
-      /* Key tiles of half the width where they compute a fifth less: phase classes of 64
-       * keys (strided(64) at 4096) half-fill 128-key tiles, whose empty half costs the
-       * kernels a predicated sub-tile per item (bench/NOTES.md v20). Only from widths that
-       * are multiples of 128: the warp-specialised kernel takes key tiles of whole 64-key
-       * sub-tiles. */
-      /* Not tried where it cannot: its tiles hold the pass's regular entries at least, so
-       * above 4/5 of this plan's work they exceed a fifth less. */
-      splat__tile_plan half;
-      const int64_t regular = part[k].nnz - a->rem_nnz;
-      if (st == SPLAT_OK && single->tile_k % 128 == 0 && 5 * regular <= 4 * out[k].computed &&
-          (st = splat__tile_plan_build(&part[k], single->tile_q, single->tile_k / 2, &half)) ==
-              SPLAT_OK) {
-        if (5 * half.computed <= 4 * out[k].computed) {
-          splat__tile_plan_free(&out[k]);
-          out[k] = half;
-        } else {
-          splat__tile_plan_free(&half);
-        }
+      part[k].nnz = a->rem_nnz + sj.nnz[k];
+      if (st == SPLAT_OK && single->tile_k % 128 == 0 && 5 * sj.nnz[k] <= 4 * out[k].computed &&
+          5 * j.half[k].computed <= 4 * out[k].computed) {
+        splat__tile_plan_free(&out[k]);
+        out[k] = j.half[k];
+      } else {
+        splat__tile_plan_free(&j.half[k]);
       }
     }
   }

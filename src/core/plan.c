@@ -5,6 +5,7 @@
 
 #include "analysis/report.h"
 #include "core/context.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "cuda/backend.h"
 #include "cuda/kgen.h"
@@ -80,20 +81,34 @@ static splat_status check_sizes(const splat_plan *plan) {
   return SPLAT_OK;
 }
 
-/* Builds the analysis of a plan; on failure everything built so far is freed. */
-static splat_status analyse(splat_plan *plan, const splat_pattern *pattern) {
+/* The analysis's tile plans, built at once (core/parallel.h): the plan's [0], and the
+ * 192-row one a CUDA plan may take instead [1] (cuda/backend.h splat__cuda_plan_tile_rows). */
+typedef struct tile_jobs {
+  splat_plan *plan;
+  splat__tile_plan *t192;
+} tile_jobs;
+
+static splat_status build_tiles(void *arg, int i) {
+  const tile_jobs *j = arg;
+  const splat_plan *plan = j->plan;
+  return splat__tile_plan_build(&plan->acsr, i ? 192 : plan->desc.tile_q, plan->desc.tile_k,
+                                i ? j->t192 : &j->plan->tiles);
+}
+
+/* Builds the analysis of a plan, and the 192-row tile plan into *t192 unless t192 is NULL;
+ * on failure everything built so far is freed. */
+static splat_status analyse(splat_plan *plan, const splat_pattern *pattern,
+                            splat__tile_plan *t192) {
   double t0 = splat__now_ms();
   splat_status st = splat__acsr_build(pattern, plan->desc.max_segments, &plan->acsr);
   if (st != SPLAT_OK) return st;
   double t1 = splat__now_ms();
-  st = splat__tile_plan_build(&plan->acsr, plan->desc.tile_q, plan->desc.tile_k, &plan->tiles);
-  if (st != SPLAT_OK) {
-    splat__acsr_free(&plan->acsr);
-    return st;
-  }
+  tile_jobs jobs = {plan, t192};
+  st = splat__parallel_run(build_tiles, &jobs, t192 ? 2 : 1);
   double t2 = splat__now_ms();
-  st = splat__report_build(&plan->acsr, &plan->tiles, &plan->report);
+  if (st == SPLAT_OK) st = splat__report_build(&plan->acsr, &plan->tiles, &plan->report);
   if (st != SPLAT_OK) {
+    if (t192) splat__tile_plan_free(t192);
     splat__tile_plan_free(&plan->tiles);
     splat__acsr_free(&plan->acsr);
     return st;
@@ -140,17 +155,21 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   /* A CUDA plan's kernels need NVRTC (their cache keys name its version): loaded meanwhile. */
   splat__nvrtc_prefetch nvrtc = {0};
   if (ctx->backend == SPLAT_BACKEND_CUDA) splat__nvrtc_prefetch_begin(&nvrtc);
-  st = analyse(plan, pattern);
+  splat__tile_plan t192;
+  memset(&t192, 0, sizeof t192);
+  const int rows192 =
+      rows_left && plan->desc.tile_q == DEFAULT_TILE && splat__cuda_plan_tries_rows192(plan);
+  st = analyse(plan, pattern, rows192 ? &t192 : NULL);
   if (st != SPLAT_OK) {
     splat__nvrtc_prefetch_end(&nvrtc);
     free(plan);
     return splat__capture(ctx->error, st);
   }
   st = check_sizes(plan);
-  if (st == SPLAT_OK && ctx->backend == SPLAT_BACKEND_CUDA) { /* device metadata and kernels */
-    if (rows_left && plan->desc.tile_q == DEFAULT_TILE) st = splat__cuda_plan_tile_rows(plan);
-    if (st == SPLAT_OK) st = splat__cuda_plan_create(plan, &plan->cuda);
-  }
+  if (st == SPLAT_OK && rows192) st = splat__cuda_plan_tile_rows(plan, &t192);
+  splat__tile_plan_free(&t192);                             /* where check_sizes failed */
+  if (st == SPLAT_OK && ctx->backend == SPLAT_BACKEND_CUDA) /* device metadata and kernels */
+    st = splat__cuda_plan_create(plan, &plan->cuda);
   splat__nvrtc_prefetch_end(&nvrtc);
   if (st != SPLAT_OK) {
     splat_plan_destroy(plan);

@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels.h"
-#include "cpu/parallel.h"
 
 typedef struct attention_args {
   const splat_plan *plan;

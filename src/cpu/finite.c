@@ -4,8 +4,8 @@
 #include <stdatomic.h>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "cpu/kernels.h"
-#include "cpu/parallel.h"
 
 /* 1 when element `off` of x is a NaN or an infinity; bit tests, no conversion. */
 static int is_nonfinite(const void *x, splat_dtype dt, int64_t off) {

@@ -1,9 +1,9 @@
 /* sddmm.c — CPU sampled dense-dense product: for every mask element (i, j),
  * scores[b,h,i,k] = scale * <Q[b,h,i], K[b,hk,j]> with j the k-th column of row i,
  * the dot product in double, rounded once to the scores dtype. */
+#include "core/parallel.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels.h"
-#include "cpu/parallel.h"
 
 typedef struct sddmm_args {
   const splat_plan *plan;

@@ -3,9 +3,9 @@
  * is subtracted). Works in place: each entry is read before it is written. */
 #include <math.h>
 
+#include "core/parallel.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels.h"
-#include "cpu/parallel.h"
 
 typedef struct softmax_args {
   const splat_plan *plan;

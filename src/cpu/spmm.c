@@ -3,9 +3,9 @@
  * give zeros. */
 #include <string.h>
 
+#include "core/parallel.h"
 #include "cpu/cpu.h"
 #include "cpu/kernels.h"
-#include "cpu/parallel.h"
 
 typedef struct spmm_args {
   const splat_plan *plan;

@@ -7,6 +7,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
@@ -79,39 +80,56 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
-/* One pass (k: 0 or 1) on 192-row tiles where the rule takes them (splat__attn_pass_rows). */
-static splat_status pass_rows(const splat__acsr part[2], splat__tile_plan pass[2],
-                              splat__attn_pass_shape shape[2], int k, const splat_report *rep,
-                              int64_t seq_k, const splat_plan_desc *d, const char *arch,
-                              int sm_count, int smem_optin, int *take) {
-  *take = 0;
+/* The passes' 192-row trials (splat__attn_pass_rows), one job each (core/parallel.h). */
+typedef struct rows_jobs {
+  const splat__acsr *part;
+  const splat__tile_plan *pass;
+  const splat__attn_pass_shape *shape;
+  int64_t seq_k;
+  const splat_plan_desc *d;
+  const char *arch;
+  int sm_count;
+  splat__tile_plan t192[2];
+  int chosen[2];
+} rows_jobs;
+
+/* Pass k's 192-row tile plan where the rule takes it for the pass alone (its kernel and,
+ * for pass 2, the views pass 1 leaves are weighed after). */
+static splat_status try_rows(void *arg, int k) {
+  rows_jobs *j = arg;
   /* Pass 1 of up to two segments a row (the window of strided | window, split around its
    * lattice points): with more, the kernel drops to 3 stages, and at head_dim 64 with 8 its
    * pass-1 epilogue spills; neither was measured. Pass 2 of one (a lattice): with two, its
    * merge spills 4 bytes. */
-  if (d->dtype != SPLAT_BF16 || pass[k].tile_q != 128 || pass[k].tile_k != 128 ||
-      shape[k].segs > (k == 0 ? 2 : 1))
+  if (j->d->dtype != SPLAT_BF16 || j->pass[k].tile_q != 128 || j->pass[k].tile_k != 128 ||
+      j->shape[k].segs > (k == 0 ? 2 : 1))
     return SPLAT_OK;
-  splat_plan_desc d1 = *d;
+  splat_plan_desc d1 = *j->d;
   d1.ops = SPLAT_OPS_ATTENTION;
-  d1.tile_k = pass[k].tile_k; /* the 192-row plan's key tile: the pass's */
-  splat__tile_plan t192;
-  int chosen = 0;
-  splat_status st =
-      splat__tile_rows_choose(&part[k], &pass[k], seq_k, &d1, arch, sm_count, k, &t192, &chosen);
-  if (st != SPLAT_OK || !chosen) return st;
+  d1.tile_k = j->pass[k].tile_k; /* the 192-row plan's key tile: the pass's */
+  return splat__tile_rows_choose(&j->part[k], &j->pass[k], j->seq_k, &d1, j->arch, j->sm_count, k,
+                                 &j->t192[k], &j->chosen[k]);
+}
+
+/* Pass k takes its chosen 192-row plan t192 where its kernel runs three consumer
+ * warpgroups (and, for pass 2, TMA views serve it after pass 1's); else t192 is freed. */
+static splat_status take_rows(splat__tile_plan pass[2], splat__attn_pass_shape shape[2], int k,
+                              splat__tile_plan *t192, const splat_report *rep, int64_t seq_k,
+                              const splat_plan_desc *d, const char *arch, int smem_optin,
+                              int *take) {
+  *take = 0;
   /* Pass 2's runs take the views pass 1's leave (tma_views.h). */
-  if (k == 1 && !splat__tma_serves_after(&pass[0], &t192, seq_k)) {
-    splat__tile_plan_free(&t192);
+  if (k == 1 && !splat__tma_serves_after(&pass[0], t192, seq_k)) {
+    splat__tile_plan_free(t192);
     return SPLAT_OK;
   }
   splat__attn_pass_shape s = shape[k];
   s.tile_q = 192;
   s.wg3 = 1;
-  s.tile_rows = splat__tile_plan_max_rows(&t192);
+  s.tile_rows = splat__tile_plan_max_rows(t192);
   splat__kspec ks;
-  st = splat__kspec_for_pass(&ks, rep, d->dtype, (int)d->head_dim, smem_optin, arch, s.segs,
-                             s.tile_q, s.tile_k, s.tile_rows, s.wg3, k + 1);
+  splat_status st = splat__kspec_for_pass(&ks, rep, d->dtype, (int)d->head_dim, smem_optin, arch,
+                                          s.segs, s.tile_q, s.tile_k, s.tile_rows, s.wg3, k + 1);
   /* Pass 2 with its rows staged (the variant compiled and checked; without, from 199 to
    * 226 KB of shared memory at head_dim 64, its merge would read them from L2). */
   int staged = 1;
@@ -122,13 +140,14 @@ static splat_status pass_rows(const splat__acsr part[2], splat__tile_plan pass[2
   }
   if (st == SPLAT_OK && ks.tile && ks.warps == 12 && staged) {
     splat__tile_plan_free(&pass[k]);
-    pass[k] = t192;
+    pass[k] = *t192;
+    memset(t192, 0, sizeof *t192); /* the pass's now */
     shape[k] = s;
     *take = 1;
     splat__log(SPLAT__LOG_INFO, "fused attention: pass %d on 192-row query tiles", k + 1);
     return SPLAT_OK;
   }
-  splat__tile_plan_free(&t192);
+  splat__tile_plan_free(t192);
   return st;
 }
 
@@ -137,9 +156,21 @@ splat_status splat__attn_pass_rows(const splat__acsr part[2], splat__tile_plan p
                                    int64_t seq_k, const splat_plan_desc *d, const char *arch,
                                    int sm_count, int smem_optin, int take[2]) {
   take[0] = take[1] = 0;
-  splat_status st = SPLAT_OK;
-  for (int k = 0; k < 2 && st == SPLAT_OK; k++)
-    st = pass_rows(part, pass, shape, k, rep, seq_k, d, arch, sm_count, smem_optin, &take[k]);
+  rows_jobs j;
+  memset(&j, 0, sizeof j);
+  j.part = part;
+  j.pass = pass;
+  j.shape = shape;
+  j.seq_k = seq_k;
+  j.d = d;
+  j.arch = arch;
+  j.sm_count = sm_count;
+  splat_status st = splat__parallel_run(try_rows, &j, 2);
+  for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
+    if (j.chosen[k])
+      st = take_rows(pass, shape, k, &j.t192[k], rep, seq_k, d, arch, smem_optin, &take[k]);
+  }
+  for (int k = 0; k < 2; k++) splat__tile_plan_free(&j.t192[k]); /* untaken, or after a failure */
   return st;
 }
 

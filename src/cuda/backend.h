@@ -15,11 +15,16 @@ typedef struct splat__cuda_plan splat__cuda_plan;
 splat_status splat__cuda_context_open(int device, splat__cuda_context **out);
 void splat__cuda_context_close(splat__cuda_context *c);
 
-/* The query tile of a plan of a CUDA context whose description left it to splat, analysed
- * at 128 rows: where tile_rows.h prefers 192-row tiles (three consumer warpgroups of the
- * sm_90a warp-specialised attention kernel), builds them and takes them in place of the
- * 128-row ones (plan->tiles, plan->report, plan->desc.tile_q; plan_ms counts both). */
-splat_status splat__cuda_plan_tile_rows(splat_plan *plan);
+/* Whether a plan of a CUDA context whose description left the query tile to splat, analysed
+ * at 128 rows, may take 192-row tiles instead (tile_rows.h splat__tile_rows_try on its
+ * device): the analysis then builds those beside the 128-row ones. */
+int splat__cuda_plan_tries_rows192(const splat_plan *plan);
+
+/* Takes t192, the 192-row tile plan built beside the 128-row one, in place of those where
+ * tile_rows.h prefers it (three consumer warpgroups of the sm_90a warp-specialised attention
+ * kernel; plan->tiles, plan->report, plan->desc.tile_q; plan_ms counts the choice), else
+ * frees it. */
+splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192);
 
 /* The device side of a plan of a CUDA context (plan->ctx->cuda): uploads the ACSR and
  * tile plan, generates, compiles and loads the kernels. Never called for CPU plans. */

@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "cuda/attn_passes.h"
 #include "cuda/backend.h"
@@ -130,24 +131,23 @@ struct splat__cuda_plan {
   int attn_pass2_smem;
 };
 
-/* Host staging of the metadata: sections appended at 256-byte offsets. */
-typedef struct stage {
-  unsigned char *buf;
-  size_t size, cap;
-} stage;
+/* The metadata's sections, each at a 256-byte offset of one device allocation and copied
+ * there straight from its host array: no staging buffer (staging 11 MiB, strided(64) |
+ * window(64) at 65536 rows, took 7.3 ms of the plan's creation; bench/NOTES.md v64). */
+#define META_SECTIONS 26
+typedef struct meta_sections {
+  const void *src[META_SECTIONS];
+  size_t bytes[META_SECTIONS], off[META_SECTIONS];
+  int count;
+  size_t size;
+} meta_sections;
 
-static int64_t stage_add(stage *s, const void *data, size_t n) {
-  size_t off = (s->size + 255) & ~(size_t)255;
-  if (off + n > s->cap) {
-    size_t c = s->cap ? s->cap : 4096;
-    while (c < off + n) c *= 2;
-    unsigned char *p = realloc(s->buf, c);
-    if (!p) return -1;
-    s->buf = p;
-    s->cap = c;
-  }
-  memset(s->buf + s->size, 0, off - s->size);
-  if (n) memcpy(s->buf + off, data, n);
+/* Appends a section of n bytes from data; returns its offset. */
+static int64_t section_add(meta_sections *s, const void *data, size_t n) {
+  const size_t off = (s->size + 255) & ~(size_t)255;
+  s->src[s->count] = data;
+  s->bytes[s->count] = n;
+  s->off[s->count++] = off;
   s->size = off + n;
   return (int64_t)off;
 }
@@ -301,6 +301,24 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   return st;
 }
 
+/* The passes' interval tables (ws_tables.h), one job each (core/parallel.h): pass k's into
+ * tabs[1 + k] where its kernel is the warp-specialised one. */
+typedef struct pass_tables_jobs {
+  const attn_layout *al;
+  splat_dev_tile *const *tiles;
+  splat_dev_run *const *runs;
+  splat__ws_tables *tabs;
+} pass_tables_jobs;
+
+static splat_status pass_tables(void *arg, int k) {
+  const pass_tables_jobs *j = arg;
+  const splat__kspec *s = &j->al->spec[k];
+  if (s->wgmma != SPLAT__WGMMA_WS) return SPLAT_OK;
+  const splat__tile_plan *t = &j->al->pass[k];
+  return splat__ws_tables_build(&j->al->part[k], t->perm, j->tiles[k], t->ntiles, j->runs[k],
+                                16 * s->warps, s->max_segs, s->kt, &j->tabs[1 + k]);
+}
+
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
   const double t_begin = splat__now_ms();
   const splat__acsr *a = &plan->acsr;
@@ -322,7 +340,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   splat_dev_tile *ptiles[2] = {tiles ? tiles + t->ntiles : NULL,
                                tiles ? tiles + t->ntiles + pt0 : NULL};
   splat_dev_run *pruns[2] = {runs ? runs + t->nruns : NULL, runs ? runs + t->nruns + pr0 : NULL};
-  stage s = {0};
+  meta_sections s;
+  memset(&s, 0, sizeof s);
   if (st == SPLAT_OK && (!tiles || !runs))
     st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
   if (st == SPLAT_OK) st = dev_plan(t, tiles, runs, 1);
@@ -371,12 +390,8 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
       st = splat__ws_tables_build(a, t->perm, tiles, t->ntiles, runs, 16 * s->warps, s->max_segs,
                                   s->kt, &tabs[0]);
     }
-    for (int k = 0; k < npass && st == SPLAT_OK; k++) {
-      if (al->spec[k].wgmma != SPLAT__WGMMA_WS) continue;
-      st = splat__ws_tables_build(&al->part[k], pass[k].perm, ptiles[k], pass[k].ntiles, pruns[k],
-                                  16 * al->spec[k].warps, al->spec[k].max_segs, al->spec[k].kt,
-                                  &tabs[1 + k]);
-    }
+    pass_tables_jobs j = {al, ptiles, pruns, tabs};
+    if (npass) st = splat__parallel_run(pass_tables, &j, npass);
   }
   /* The fused attention's tiles of a single pass, split where a tile has more than
    * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
@@ -393,44 +408,42 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
                                  splat__sddmm_split_ktiles(tiles, t->ntiles, runs), &sd);
     if (sd.nmerge == 0) splat__tile_split_free(&sd);
   }
-  int64_t off[26];
+  int64_t off[META_SECTIONS];
   const double t_copy = splat__now_ms();
   if (st == SPLAT_OK) {
     const int64_t nsegs = a->row_seg[a->seq_q];
-    off[0] = stage_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
-    off[1] = stage_add(&s, a->segs, (size_t)nsegs * 16);
-    off[2] = stage_add(&s, a->rem_row, (size_t)(a->seq_q + 1) * 8);
-    off[3] = stage_add(&s, a->rem_cols, (size_t)a->rem_nnz * 4);
-    off[4] = stage_add(&s, t->perm, (size_t)a->seq_q * 4);
-    off[5] = stage_add(&s, tiles, (size_t)t->ntiles * sizeof *tiles);
-    off[6] = stage_add(&s, runs, (size_t)t->nruns * sizeof *runs);
-    off[7] = stage_add(&s, split.tiles, (size_t)split.ntiles * sizeof *split.tiles);
-    off[8] = stage_add(&s, split.runs, (size_t)split.nruns * sizeof *split.runs);
-    off[9] = stage_add(&s, split.slots, (size_t)split.ntiles * sizeof *split.slots);
-    off[10] = stage_add(&s, split.merge, (size_t)split.nmerge * 4 * sizeof *split.merge);
+    off[0] = section_add(&s, a->row_seg, (size_t)(a->seq_q + 1) * 8);
+    off[1] = section_add(&s, a->segs, (size_t)nsegs * 16);
+    off[2] = section_add(&s, a->rem_row, (size_t)(a->seq_q + 1) * 8);
+    off[3] = section_add(&s, a->rem_cols, (size_t)a->rem_nnz * 4);
+    off[4] = section_add(&s, t->perm, (size_t)a->seq_q * 4);
+    off[5] = section_add(&s, tiles, (size_t)t->ntiles * sizeof *tiles);
+    off[6] = section_add(&s, runs, (size_t)t->nruns * sizeof *runs);
+    off[7] = section_add(&s, split.tiles, (size_t)split.ntiles * sizeof *split.tiles);
+    off[8] = section_add(&s, split.runs, (size_t)split.nruns * sizeof *split.runs);
+    off[9] = section_add(&s, split.slots, (size_t)split.ntiles * sizeof *split.slots);
+    off[10] = section_add(&s, split.merge, (size_t)split.nmerge * 4 * sizeof *split.merge);
     for (int k = 0; k < 2; k++) {
-      off[11 + 3 * k] = stage_add(&s, pass[k].perm, npass ? (size_t)a->seq_q * 4 : 0);
-      off[12 + 3 * k] = stage_add(&s, ptiles[k], (size_t)pass[k].ntiles * sizeof *tiles);
-      off[13 + 3 * k] = stage_add(&s, pruns[k], (size_t)pass[k].nruns * sizeof *runs);
+      off[11 + 3 * k] = section_add(&s, pass[k].perm, npass ? (size_t)a->seq_q * 4 : 0);
+      off[12 + 3 * k] = section_add(&s, ptiles[k], (size_t)pass[k].ntiles * sizeof *tiles);
+      off[13 + 3 * k] = section_add(&s, pruns[k], (size_t)pass[k].nruns * sizeof *runs);
       const splat__acsr *pa = &al->part[k];
-      off[17 + 2 * k] = stage_add(&s, pa->row_seg, npass ? (size_t)(a->seq_q + 1) * 8 : 0);
+      off[17 + 2 * k] = section_add(&s, pa->row_seg, npass ? (size_t)(a->seq_q + 1) * 8 : 0);
       off[18 + 2 * k] =
-          stage_add(&s, pa->segs, npass ? (size_t)pa->row_seg[a->seq_q] * sizeof *pa->segs : 0);
+          section_add(&s, pa->segs, npass ? (size_t)pa->row_seg[a->seq_q] * sizeof *pa->segs : 0);
     }
-    off[21] = stage_add(&s, sd.tiles, (size_t)sd.ntiles * sizeof *sd.tiles);
-    off[22] = stage_add(&s, sd.runs, (size_t)sd.nruns * sizeof *sd.runs);
-    for (int k = 0; k < 3; k++) off[23 + k] = stage_add(&s, tabs[k].data, (size_t)tabs[k].bytes);
-    for (int i = 0; i < 26; i++) {
-      if (off[i] < 0) st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
-    }
+    off[21] = section_add(&s, sd.tiles, (size_t)sd.ntiles * sizeof *sd.tiles);
+    off[22] = section_add(&s, sd.runs, (size_t)sd.nruns * sizeof *sd.runs);
+    for (int k = 0; k < 3; k++) off[23 + k] = section_add(&s, tabs[k].data, (size_t)tabs[k].bytes);
   }
   if (st == SPLAT_OK) {
     const size_t n = s.size ? s.size : 256;
     st = splat__cuda_check(drv->cuMemAlloc(&p->meta, n), "cuMemAlloc (the plan's metadata)");
     if (st == SPLAT_OK) p->device_bytes += (int64_t)n;
-    if (st == SPLAT_OK) {
-      st = splat__cuda_check(drv->cuMemcpyHtoD(p->meta, s.buf, s.size),
-                             "cuMemcpyHtoD (the plan's metadata)");
+    for (int i = 0; i < s.count && st == SPLAT_OK; i++) {
+      if (s.bytes[i])
+        st = splat__cuda_check(drv->cuMemcpyHtoD(p->meta + s.off[i], s.src[i], s.bytes[i]),
+                               "cuMemcpyHtoD (the plan's metadata)");
     }
   }
   if (st == SPLAT_OK) {
@@ -490,12 +503,11 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   if (st == SPLAT_OK)
     splat__log(SPLAT__LOG_DEBUG,
                "plan upload: tiles, runs and views %.2f ms, interval tables and splits %.2f, "
-               "metadata staged and copied %.2f",
+               "metadata copied %.2f",
                t_tables - t_begin, t_copy - t_tables, splat__now_ms() - t_copy);
   splat__tile_split_free(&split);
   splat__tile_split_free(&sd);
   for (int k = 0; k < 3; k++) splat__ws_tables_free(&tabs[k]);
-  free(s.buf);
   free(tiles);
   free(runs);
   return st;
@@ -584,16 +596,19 @@ void splat__cuda_plan_destroy(splat__cuda_plan *p) {
   free(p);
 }
 
-splat_status splat__cuda_plan_tile_rows(splat_plan *plan) {
+int splat__cuda_plan_tries_rows192(const splat_plan *plan) {
+  return splat__tile_rows_try(&plan->desc, plan->ctx->cuda->dev.arch);
+}
+
+splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192) {
   const splat__cuda_device *dev = &plan->ctx->cuda->dev;
   const double t0 = splat__now_ms();
-  splat__tile_plan t192;
   int take = 0;
-  splat_status st = splat__tile_rows_choose(&plan->acsr, &plan->tiles, plan->seq_k, &plan->desc,
-                                            dev->arch, dev->sm_count, 0, &t192, &take);
+  splat__tile_rows_choose_built(&plan->acsr, &plan->tiles, plan->seq_k, &plan->desc, dev->sm_count,
+                                0, t192, &take);
   const double ms = splat__now_ms() - t0;
   splat_report r192 = plan->report; /* the fields the report does not build: the analysis's */
-  if (st == SPLAT_OK && take) st = splat__report_build(&plan->acsr, &t192, &r192);
+  splat_status st = take ? splat__report_build(&plan->acsr, t192, &r192) : SPLAT_OK;
   /* Only where the kernel is the one the rule measured: three consumer warpgroups (not the
    * fallbacks of splat__kspec_plan over the device's shared memory). */
   splat__kspec specs[SPLAT__KOP_COUNT];
@@ -603,12 +618,13 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan) {
   if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
     r192.plan_ms = plan->report.plan_ms + ms;
     splat__tile_plan_free(&plan->tiles);
-    plan->tiles = t192;
+    plan->tiles = *t192;
+    memset(t192, 0, sizeof *t192); /* the plan's now */
     plan->report = r192;
     plan->desc.tile_q = 192;
     return SPLAT_OK;
   }
-  if (take) splat__tile_plan_free(&t192);
+  if (take) splat__tile_plan_free(t192);
   plan->report.plan_ms += ms;
   return st;
 }
@@ -721,7 +737,7 @@ static splat_status launch(CUfunction f, unsigned gx, unsigned gy, unsigned thre
 /* Tile kernel f of spec `spec` (smem bytes of dynamic shared memory): grid (query tiles,
  * batch x heads, row blocks), where a CTA of 16 x warps rows takes one row block of a
  * query tile (tile_q / (16 x warps) blocks). `dependent`: pass 2 of a two-pass attention
- * on the warp-specialised kernel, launched (where the driver has cuLaunchKernelEx) as a
+ * on the warp-specialised kernel, launched (where splat__cuda_pdl_allowed) as a
  * programmatic dependent of pass 1, so it starts while pass 1 ends where pass 1 is on that
  * kernel too (attention_ws.cuh; a pass 1 on the mma.sync kernel would not signal its
  * dependents: pass 2 then starts as its grid ends). */
@@ -752,15 +768,14 @@ static splat_status launch_tile(const splat_plan *plan, const splat__kspec *spec
     if (ctas > prm->work) ctas = prm->work;
     if (ctas > INT32_MAX) ctas = INT32_MAX;
     const unsigned threads = (unsigned)splat__kspec_tile_threads(spec);
-    if (dependent && drv->cuLaunchKernelEx) {
+    if (dependent && splat__cuda_pdl_allowed(drv, (CUstream)stream)) {
       splat__cu_launch_attr attr;
       memset(&attr, 0, sizeof attr);
       attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attr.value.programmatic_stream_serialization_allowed = 1;
       const splat__cu_launch_config cfg = {
           (unsigned)ctas, 1, 1, threads, 1, 1, (unsigned)smem, (CUstream)stream, &attr, 1};
-      /* Where the driver refuses the attribute (a stream being captured by an older
-       * driver), the plain launch below. */
+      /* Where the driver refuses the attribute anyway, the plain launch below. */
       if (drv->cuLaunchKernelEx(&cfg, f, args, NULL) == CUDA_SUCCESS) return SPLAT_OK;
     }
     CU(drv->cuLaunchKernel(f, (unsigned)ctas, 1, 1, threads, 1, 1, (unsigned)smem, (CUstream)stream,

@@ -156,6 +156,7 @@ static const struct {
     ENTRY(cuPointerGetAttribute),
     ENTRY(cuTensorMapEncodeTiled),
     ENTRY(cuLaunchKernelEx),
+    ENTRY(cuStreamIsCapturing),
     ENTRY(cuMemPoolCreate),
     ENTRY(cuMemPoolDestroy),
     ENTRY(cuMemPoolSetAttribute),
@@ -213,9 +214,12 @@ static void load_api(void) {
       /* Optional: without it the warp-specialised attention kernel gathers every key
        * sub-tile (tma_views.c takes a NULL encoder). */
       if (!strcmp(api_entries[i].name, "cuTensorMapEncodeTiled")) continue;
-      /* Optional: without it pass 2 of a two-pass attention waits for pass 1 to end
-       * before it starts (cuda_backend.c launch_tile). */
-      if (!strcmp(api_entries[i].name, "cuLaunchKernelEx")) continue;
+      /* Optional: without the first, pass 2 of a two-pass attention waits for pass 1 to
+       * end before it starts (cuda_backend.c launch_tile); without the second, it does so
+       * on drivers before 12.3 (splat__cuda_pdl_allowed). */
+      if (!strcmp(api_entries[i].name, "cuLaunchKernelEx") ||
+          !strcmp(api_entries[i].name, "cuStreamIsCapturing"))
+        continue;
       /* Optional: without them the context has no workspace pool and its attention plans
        * run one pass (workspace.c). */
       if (!strncmp(api_entries[i].name, "cuMemPool", 9) ||
@@ -404,4 +408,12 @@ splat_status splat__cuda_check_pointer(const char *fn, const char *name, const v
                        name, ptr, device, ordinal);
   }
   return SPLAT_OK;
+}
+
+int splat__cuda_pdl_allowed(const splat__cuda_api_table *api, CUstream stream) {
+  if (!api->cuLaunchKernelEx) return 0;
+  if (api->driver_version >= 12030) return 1;
+  int status = 1; /* CU_STREAM_CAPTURE_STATUS_NONE is 0 */
+  return api->cuStreamIsCapturing && api->cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
+         status == 0;
 }

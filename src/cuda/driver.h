@@ -56,7 +56,8 @@ typedef struct splat__cuda_api_table {
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
   splat__tma_encode_fn cuTensorMapEncodeTiled; /* NULL when the driver lacks it */
   CUresult (*cuLaunchKernelEx)(const splat__cu_launch_config *config, CUfunction func,
-                               void **params, void **extra); /* NULL when the driver lacks it */
+                               void **params, void **extra);     /* NULL when the driver lacks it */
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int *status); /* NULL when lacking */
   /* Stream-ordered allocation from a memory pool (workspace.h); NULL when the driver lacks
    * them (the context then has no pool). */
   CUresult (*cuMemPoolCreate)(CUmemoryPool *pool, const splat__cu_mem_pool_props *props);
@@ -67,6 +68,13 @@ typedef struct splat__cuda_api_table {
                                       CUstream stream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr ptr, CUstream stream);
 } splat__cuda_api_table;
+
+/* Whether a launch on `stream` may carry the programmatic-dependent attribute (pass 2 of a
+ * two-pass attention): the driver has cuLaunchKernelEx, and either records programmatic
+ * dependencies in graphs (12.3 or newer) or reports that `stream` is not being captured.
+ * An older driver refuses the attribute under capture, and that refusal invalidates the
+ * capture, so it is never tried there. */
+int splat__cuda_pdl_allowed(const splat__cuda_api_table *api, CUstream stream);
 
 /* The process-wide table, loaded (dlopen, cuGetProcAddress, cuInit) on first use.
  * out: host, receives a pointer to the static table. Returns SPLAT_ERR_NO_DEVICE

@@ -65,6 +65,13 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
   if (!splat__tile_rows_try(d, arch)) return SPLAT_OK;
   splat_status st = splat__tile_plan_build(a, 192, d->tile_k, t192);
   if (st != SPLAT_OK) return st;
+  splat__tile_rows_choose_built(a, t128, seq_k, d, sm_count, idle, t192, take);
+  return SPLAT_OK;
+}
+
+void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan *t128,
+                                   int64_t seq_k, const splat_plan_desc *d, int sm_count, int idle,
+                                   splat__tile_plan *t192, int *take) {
   splat__tile_rows_case c = {t128,    t192, 0, 0, idle, 0, 0, (int)d->head_dim, d->batch * d->heads,
                              sm_count};
   c.served = splat__tma_serves_plan(t192, seq_k);
@@ -82,7 +89,6 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
   } else {
     splat__tile_plan_free(t192);
   }
-  return SPLAT_OK;
 }
 
 int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t, int blocks) {

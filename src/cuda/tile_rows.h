@@ -69,6 +69,12 @@ int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,
                                      int64_t seq_k, const splat_plan_desc *d, const char *arch,
                                      int sm_count, int idle, splat__tile_plan *t192, int *take);
+/* The same choice where the caller built the 192-row tile plan *t192 already (at 192 rows
+ * and d->tile_k, beside the 128-row one: plan creation builds the two at once) and
+ * splat__tile_rows_try holds: *take = 1 keeps it in *t192, else it is freed. */
+void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan *t128,
+                                   int64_t seq_k, const splat_plan_desc *d, int sm_count, int idle,
+                                   splat__tile_plan *t192, int *take);
 
 /* The consumer warpgroups' 128-key sub-tiles of plan t over pattern a: over its query
  * tiles' 64-row blocks, every key tile of a full run, and the key tiles of a predicated run

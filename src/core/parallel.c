@@ -1,9 +1,13 @@
-/* parallel.c — splat__parallel_for: a fork-join loop on pthreads. The caller and up to
- * nthreads-1 workers pull chunks from one atomic counter until [0, n) is covered. */
-#include "cpu/parallel.h"
+/* parallel.c — fork-join parallelism on pthreads (see parallel.h). splat__parallel_for: the
+ * caller and up to nthreads-1 workers pull chunks from one atomic counter until [0, n) is
+ * covered; splat__parallel_run: a few jobs through it, each keeping its status and message. */
+#include "core/parallel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+
+#include "core/error.h"
 
 typedef struct job {
   void (*fn)(void *arg, int64_t begin, int64_t end);
@@ -54,4 +58,39 @@ void splat__parallel_for(int nthreads, int64_t n, int64_t chunk,
   }
   drain(&j);
   for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
+}
+
+typedef struct slot {
+  splat_status st;
+  char message[SPLAT__ERROR_CAP];
+} slot;
+
+typedef struct slots {
+  splat_status (*job)(void *arg, int i);
+  void *arg;
+  slot at[SPLAT__PARALLEL_MAX];
+} slots;
+
+static void run_slots(void *arg, int64_t begin, int64_t end) {
+  slots *s = arg;
+  for (int64_t i = begin; i < end; i++) {
+    slot *t = &s->at[i];
+    t->st = s->job(s->arg, (int)i);
+    if (t->st != SPLAT_OK) snprintf(t->message, sizeof t->message, "%s", splat__thread_error());
+  }
+}
+
+splat_status splat__parallel_run(splat_status (*job)(void *arg, int i), void *arg, int n) {
+  if (!job || n < 0 || n > SPLAT__PARALLEL_MAX)
+    return splat__fail(SPLAT_ERR_INTERNAL, "splat__parallel_run: %d jobs (at most %d)", n,
+                       SPLAT__PARALLEL_MAX);
+  slots s;
+  s.job = job;
+  s.arg = arg;
+  for (int i = 0; i < n; i++) s.at[i].st = SPLAT_OK;
+  splat__parallel_for(n, n, 1, run_slots, &s);
+  for (int i = 0; i < n; i++) {
+    if (s.at[i].st != SPLAT_OK) return splat__fail(s.at[i].st, "%s", s.at[i].message);
+  }
+  return SPLAT_OK;
 }
