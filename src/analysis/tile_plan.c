@@ -1135,6 +1135,7 @@ static splat_status split_rows(void *arg, int c) {
   const int K = a->max_segments;
   const int64_t base[2] = {chunk_base(j, c, 0), chunk_base(j, c, 1)};
   int64_t n[2] = {base[0], base[1]};
+  int64_t nnz[2] = {0, 0}; /* summed here, stored once: the chunks' counters share a line */
   pass_row_cache pc;
   memset(&pc, 0, sizeof pc);
   /* r[0]: the contiguous pass's segments of a row (the first pass: see tile_plan.h), r[1]:
@@ -1148,9 +1149,11 @@ static splat_status split_rows(void *arg, int c) {
       j->part[k].row_seg[i] = n[k];
       memcpy(&j->part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
       n[k] += m[k];
-      for (int x = 0; x < m[k]; x++) j->nnz_of[c][k] += (int64_t)r[k][x].count * r[k][x].width;
+      for (int x = 0; x < m[k]; x++) nnz[k] += (int64_t)r[k][x].count * r[k][x].width;
     }
   }
+  j->nnz_of[c][0] = nnz[0];
+  j->nnz_of[c][1] = nnz[1];
   j->n[c][0] = n[0] - base[0];
   j->n[c][1] = n[1] - base[1];
   return SPLAT_OK;

@@ -3,6 +3,7 @@
  * memory attribute) and the four operations (argument packing, path choice, launches on
  * the caller's stream). Driver calls go through the runtime's splat__cuda_api table;
  * kernels come from splat__kernel_cache_get (memory cache, disk cache or NVRTC). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,7 @@ typedef struct meta_sections {
 
 /* Appends a section of n bytes from data; returns its offset. */
 static int64_t section_add(meta_sections *s, const void *data, size_t n) {
+  assert(s->count < META_SECTIONS);
   const size_t off = (s->size + 255) & ~(size_t)255;
   s->src[s->count] = data;
   s->bytes[s->count] = n;
@@ -440,11 +442,20 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
     const size_t n = s.size ? s.size : 256;
     st = splat__cuda_check(drv->cuMemAlloc(&p->meta, n), "cuMemAlloc (the plan's metadata)");
     if (st == SPLAT_OK) p->device_bytes += (int64_t)n;
+    /* The gaps between sections read as zeros, as a whole copy's would. */
+    if (st == SPLAT_OK)
+      st = splat__cuda_check(drv->cuMemsetD8Async(p->meta, 0, n, NULL),
+                             "cuMemsetD8Async (the plan's metadata)");
     for (int i = 0; i < s.count && st == SPLAT_OK; i++) {
       if (s.bytes[i])
         st = splat__cuda_check(drv->cuMemcpyHtoD(p->meta + s.off[i], s.src[i], s.bytes[i]),
                                "cuMemcpyHtoD (the plan's metadata)");
     }
+    /* A copy from pageable memory may return before its DMA lands, and the plan's calls
+     * may run on any stream: the metadata is on the device before the plan is returned. */
+    if (st == SPLAT_OK)
+      st = splat__cuda_check(drv->cuStreamSynchronize(NULL),
+                             "cuStreamSynchronize (the plan's metadata)");
   }
   if (st == SPLAT_OK) {
     const CUdeviceptr m = p->meta;

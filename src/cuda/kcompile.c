@@ -30,6 +30,8 @@ static splat_status compile_one(void *arg, int i) {
   return st;
 }
 
+_Static_assert(SPLAT__KPROG_MAX <= SPLAT__PARALLEL_MAX, "a plan's programs are one job each");
+
 splat_status splat__kspec_compile_all(const splat__kspec *specs, int n, const char *arch,
                                       splat__kcompiled *out) {
   if (n < 0 || n > SPLAT__KPROG_MAX || (n > 0 && (!specs || !out))) {

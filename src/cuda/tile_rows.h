@@ -2,9 +2,11 @@
  * (splat_plan_desc.tile_q 0): the analysis tiles the pattern at 128 rows; where three
  * consumer warpgroups of the sm_90a warp-specialised kernel would run its fused attention
  * on tiles of 192 rows, and those tiles compute little more, the plan takes 192-row tiles
- * instead (splat__tile_rows_choose, which cuda_backend.c splat__cuda_plan_tile_rows and
- * `splat codegen` call, and attn_passes.c splat__attn_pass_rows for each pass of a two-pass
- * plan; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59, v60, v61). Pure C. */
+ * instead (splat__tile_rows_choose, which `splat codegen` calls, and attn_passes.c
+ * splat__attn_pass_rows for each pass of a two-pass plan; cuda_backend.c
+ * splat__cuda_plan_tile_rows weighs the 192-row plan the analysis built beside the 128-row
+ * one with splat__tile_rows_choose_built; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59, v60,
+ * v61). Pure C. */
 #ifndef SPLAT_CUDA_TILE_ROWS_H
 #define SPLAT_CUDA_TILE_ROWS_H
 
