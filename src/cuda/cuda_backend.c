@@ -279,20 +279,27 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
     }
     return SPLAT_OK; /* one pass (workspace.c said so when the context was created) */
   }
+  const double t0 = splat__now_ms();
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
                                plan->desc.head_dim, plan->desc.dtype, l->pass, l->part, l->shape,
                                &l->npass);
+  const double t1 = splat__now_ms();
   /* Each pass on 192-row tiles where the rule takes them (query tiles left to splat). */
   int take[2];
   if (st == SPLAT_OK && l->npass && plan->tile_q_left)
     st = splat__attn_pass_rows(l->part, l->pass, l->shape, &plan->report, plan->seq_k, &plan->desc,
                                p->cu->dev.arch, p->cu->dev.sm_count,
                                p->cu->dev.max_smem_per_block_optin, take);
+  const double t2 = splat__now_ms();
   int kernels = 1; /* each pass's tile kernel, for its rows; without either, one pass */
   if (st == SPLAT_OK && l->npass) {
     st = splat__attn_pass_specs(l->spec, l->shape, &plan->report, plan->desc.dtype,
                                 (int)plan->desc.head_dim, p->cu->dev.max_smem_per_block_optin,
                                 p->cu->dev.arch, &kernels);
+    splat__log(SPLAT__LOG_DEBUG,
+               "plan: the passes' ACSRs and tile plans %.2f ms, their 192-row trials %.2f, "
+               "their kernels' specs %.2f",
+               t1 - t0, t2 - t1, splat__now_ms() - t2);
   }
   if (st == SPLAT_OK && l->npass &&
       (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]) || !kernels)) {
