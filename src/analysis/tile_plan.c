@@ -1105,36 +1105,27 @@ static splat_status plan_pass(void *arg, int i) {
 }
 
 /* The passes' ACSRs are split from a's rows in chunks of rows, one job each (core/parallel.h),
- * from SPLIT_CHUNKS x SPLIT_CHUNK_ROWS rows (test_analysis checks plans at 4097). A chunk writes
- * its rows' segments into each pass's array from its own bound on the segments before it
- * (contiguous: K a row; strided: a's segments), with offsets from there; splat__tile_plan_passes
- * then moves them down. */
+ * from SPLIT_CHUNKS x SPLIT_CHUNK_ROWS rows (test_analysis checks plans at 4097), in two
+ * rounds: each row's segments counted into row_seg, then (their offsets summed) written.
+ * pass_row runs twice a row, and the arrays are allocated at their size: written at their
+ * bound (K contiguous segments a row) they held 8 MiB at 65536 rows for 3 of use, and fresh
+ * pages cost (bench/NOTES.md v64). */
 #define SPLIT_CHUNKS 4
 #define SPLIT_CHUNK_ROWS 1024
 typedef struct split_jobs {
   const splat__acsr *a;
   splat__acsr *part;
-  int chunks;
-  int64_t n[SPLIT_CHUNKS][2];      /* each chunk's segments of each pass */
-  int64_t nnz_of[SPLIT_CHUNKS][2]; /* and their entries */
-  int64_t nnz[2];                  /* each pass's regular entries */
+  int chunks, write;               /* write: the second round */
+  int64_t nnz_of[SPLIT_CHUNKS][2]; /* each chunk's entries of each pass (first round) */
 } split_jobs;
 
 static int64_t chunk_row(const split_jobs *j, int c) {
   return j->a->seq_q * c / j->chunks;
 }
 
-static int64_t chunk_base(const split_jobs *j, int c, int k) {
-  const int64_t r0 = chunk_row(j, c);
-  return k == 0 ? r0 * j->a->max_segments : j->a->row_seg[r0];
-}
-
 static splat_status split_rows(void *arg, int c) {
   split_jobs *j = arg;
   const splat__acsr *a = j->a;
-  const int K = a->max_segments;
-  const int64_t base[2] = {chunk_base(j, c, 0), chunk_base(j, c, 1)};
-  int64_t n[2] = {base[0], base[1]};
   int64_t nnz[2] = {0, 0}; /* summed here, stored once: the chunks' counters share a line */
   pass_row_cache pc;
   memset(&pc, 0, sizeof pc);
@@ -1143,19 +1134,19 @@ static splat_status split_rows(void *arg, int c) {
   splat__segment r[2][SPLAT_MAX_SEGMENTS];
   for (int64_t i = chunk_row(j, c); i < chunk_row(j, c + 1); i++) {
     int m[2];
-    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), K, &pc, r[1], &m[1],
-             r[0], &m[0]);
+    pass_row(&a->segs[a->row_seg[i]], (int)(a->row_seg[i + 1] - a->row_seg[i]), a->max_segments,
+             &pc, r[1], &m[1], r[0], &m[0]);
     for (int k = 0; k < 2; k++) {
-      j->part[k].row_seg[i] = n[k];
-      memcpy(&j->part[k].segs[n[k]], r[k], (size_t)m[k] * sizeof *r[k]);
-      n[k] += m[k];
-      for (int x = 0; x < m[k]; x++) nnz[k] += (int64_t)r[k][x].count * r[k][x].width;
+      splat__acsr *pk = &j->part[k];
+      if (j->write) {
+        memcpy(&pk->segs[pk->row_seg[i]], r[k], (size_t)m[k] * sizeof *r[k]);
+      } else {
+        pk->row_seg[i] = m[k];
+        for (int x = 0; x < m[k]; x++) nnz[k] += (int64_t)r[k][x].count * r[k][x].width;
+      }
     }
   }
-  j->nnz_of[c][0] = nnz[0];
-  j->nnz_of[c][1] = nnz[1];
-  j->n[c][0] = n[0] - base[0];
-  j->n[c][1] = n[1] - base[1];
+  if (!j->write) j->nnz_of[c][0] = nnz[0], j->nnz_of[c][1] = nnz[1];
   return SPLAT_OK;
 }
 
@@ -1167,17 +1158,14 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
   const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
-   * (split_rows), in arrays of their most: a row's strided segments are at most its own
-   * count, its contiguous ones at most K. */
+   * (split_rows). */
   part[0] = part[1] = *a;
   part[0].row_seg = part[1].row_seg = NULL;
   part[0].segs = part[1].segs = NULL;
   splat_status st = SPLAT_OK;
   for (int k = 0; k < 2; k++) {
     part[k].row_seg = malloc((size_t)(seq_q + 1) * sizeof *part[k].row_seg);
-    const int64_t most = k == 0 ? seq_q * a->max_segments : a->row_seg[seq_q];
-    part[k].segs = malloc((size_t)(most + 1) * sizeof *part[k].segs);
-    if (!part[k].row_seg || !part[k].segs)
+    if (!part[k].row_seg)
       st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
   }
   split_jobs sj;
@@ -1186,18 +1174,20 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   sj.part = part;
   sj.chunks = seq_q >= SPLIT_CHUNK_ROWS * SPLIT_CHUNKS ? SPLIT_CHUNKS : 1;
   if (st == SPLAT_OK) st = splat__parallel_run(split_rows, &sj, sj.chunks);
-  /* Each chunk's segments down behind the chunks before (chunk 0's are in place). */
-  int64_t n[2] = {sj.n[0][0], sj.n[0][1]};
-  for (int c = 0; c < sj.chunks; c++) sj.nnz[0] += sj.nnz_of[c][0], sj.nnz[1] += sj.nnz_of[c][1];
-  for (int c = 1; c < sj.chunks && st == SPLAT_OK; c++) {
-    for (int k = 0; k < 2; k++) {
-      const int64_t base = chunk_base(&sj, c, k), shift = base - n[k];
-      memmove(&part[k].segs[n[k]], &part[k].segs[base], (size_t)sj.n[c][k] * sizeof *part[k].segs);
-      for (int64_t i = chunk_row(&sj, c); i < chunk_row(&sj, c + 1); i++)
-        part[k].row_seg[i] -= shift;
-      n[k] += sj.n[c][k];
+  int64_t n[2] = {0, 0}, nnz[2] = {0, 0};
+  for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
+    for (int64_t i = 0; i < seq_q; i++) {
+      const int64_t m = part[k].row_seg[i];
+      part[k].row_seg[i] = n[k];
+      n[k] += m;
     }
+    for (int c = 0; c < sj.chunks; c++) nnz[k] += sj.nnz_of[c][k];
+    part[k].segs = malloc((size_t)(n[k] + 1) * sizeof *part[k].segs);
+    if (!part[k].segs)
+      st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
   }
+  sj.write = 1;
+  if (st == SPLAT_OK) st = splat__parallel_run(split_rows, &sj, sj.chunks);
   if (st == SPLAT_OK) {
     part[0].row_seg[seq_q] = n[0];
     part[1].row_seg[seq_q] = n[1];
@@ -1212,8 +1202,8 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
      * where it cannot: its tiles hold the pass's regular entries at least, so above 4/5 of
      * the plan's work they exceed a fifth less. */
     for (int k = 0; k < 2; k++) {
-      part[k].nnz = a->rem_nnz + sj.nnz[k];
-      if (st == SPLAT_OK && single->tile_k % 128 == 0 && 5 * sj.nnz[k] <= 4 * out[k].computed &&
+      part[k].nnz = a->rem_nnz + nnz[k];
+      if (st == SPLAT_OK && single->tile_k % 128 == 0 && 5 * nnz[k] <= 4 * out[k].computed &&
           5 * j.half[k].computed <= 4 * out[k].computed) {
         splat__tile_plan_free(&out[k]);
         out[k] = j.half[k];
