@@ -1305,7 +1305,7 @@ static void test_tma_q_view(void) {
     splat__attn_pass_shape shape[2];
     int np = 0;
     square_plan(cases[c].spec, cases[c].seq, 128, &sp, &a, &plan);
-    CHECK(splat__attn_passes_plan(&a, &plan, 2, 16, 64, SPLAT_BF16, pass, part, shape, &np) ==
+    CHECK(splat__attn_passes_plan(&a, &plan, 2, 16, 64, SPLAT_BF16, NULL, pass, part, shape, &np) ==
           SPLAT_OK);
     for (int k = 0; k < 3; k++) {
       const int32_t want = cases[c].stride[k];
@@ -1448,7 +1448,7 @@ static void test_ws_tables(void) {
       splat__attn_pass_shape shape[2];
       int np = 0;
       if (!ref_plan(pi, si, &pat, &a, &t)) continue;
-      CHECK(splat__attn_passes_plan(&a, &t, 2, 16, 64, SPLAT_BF16, pass, part, shape, &np) ==
+      CHECK(splat__attn_passes_plan(&a, &t, 2, 16, 64, SPLAT_BF16, NULL, pass, part, shape, &np) ==
             SPLAT_OK);
       for (int tq = 64; tq <= 128; tq += 64) {
         const int kt = tq; /* both widths, each with one row-block size */
@@ -1523,8 +1523,8 @@ static int passes_for(const char *spec, int64_t batch, int64_t heads, int head_d
   square_plan(spec, 4096, 128, &pat, &a, &t);
   splat__attn_pass_shape shape[2];
   splat__acsr part[2];
-  const splat_status st =
-      splat__attn_passes_plan(&a, &t, batch, heads, head_dim, SPLAT_BF16, pass, part, shape, &np);
+  const splat_status st = splat__attn_passes_plan(&a, &t, batch, heads, head_dim, SPLAT_BF16, NULL,
+                                                  pass, part, shape, &np);
   if (st == SPLAT_OK && np == 2) {
     CHECK(pass[0].ntiles > 0 && pass[1].ntiles > 0 &&
           pass[0].computed + pass[1].computed < t.computed);
@@ -1549,15 +1549,15 @@ static int pass_rows_for(const char *spec, int64_t seq, const splat_plan_desc *d
   square_plan(spec, seq, 128, &pat, &a, &t);
   splat_report rep;
   CHECK(splat__report_build(&a, &t, &rep) == SPLAT_OK);
-  CHECK(splat__attn_passes_plan(&a, &t, d->batch, d->heads, (int)d->head_dim, d->dtype, pass, part,
-                                shape, &np) == SPLAT_OK &&
+  CHECK(splat__attn_passes_plan(&a, &t, d->batch, d->heads, (int)d->head_dim, d->dtype, NULL, pass,
+                                part, shape, &np) == SPLAT_OK &&
         np == 2);
   int64_t rows[2], ntiles[2];
   for (int k = 0; k < 2; k++) {
     rows[k] = pass[k].regular_rows, ntiles[k] = pass[k].ntiles;
     CHECK(shape[k].tile_q == 128 && !shape[k].wg3);
   }
-  CHECK(splat__attn_pass_rows(part, pass, shape, &rep, seq, d, arch, 132, smem_optin, take) ==
+  CHECK(splat__attn_pass_rows(part, pass, shape, &rep, seq, d, arch, 132, smem_optin, NULL, take) ==
         SPLAT_OK);
   splat__kspec ps[2];
   int kernels = 0;
@@ -1579,6 +1579,142 @@ static int pass_rows_for(const char *spec, int64_t seq, const splat_plan_desc *d
   }
   free_plans(pat, &a, &t, np, pass, part);
   return take[0] + 2 * take[1];
+}
+
+/* Whether two tile plans are the same: shape, row order, tiles and runs. */
+static int same_tile_plan(const splat__tile_plan *x, const splat__tile_plan *y, int64_t seq_q) {
+  if (x->tile_q != y->tile_q || x->tile_k != y->tile_k || x->permuted != y->permuted ||
+      x->regular_rows != y->regular_rows || x->ntiles != y->ntiles || x->nruns != y->nruns ||
+      x->full_tiles != y->full_tiles || x->predicated_tiles != y->predicated_tiles ||
+      x->computed != y->computed)
+    return 0;
+  for (int64_t q = 0; q < seq_q; q++) {
+    if ((x->perm ? x->perm[q] : q) != (y->perm ? y->perm[q] : q)) return 0;
+  }
+  for (int64_t q = 0; q < x->ntiles; q++) {
+    const splat__query_tile *u = &x->tiles[q], *v = &y->tiles[q];
+    if (u->row_begin != v->row_begin || u->nrows != v->nrows || u->run_begin != v->run_begin ||
+        u->nruns != v->nruns)
+      return 0;
+  }
+  for (int64_t r = 0; r < x->nruns; r++) {
+    const splat__key_run *u = &x->runs[r], *v = &y->runs[r];
+    if (u->group.phase != v->group.phase || u->group.stride != v->group.stride ||
+        u->group.width != v->group.width || u->base != v->base || u->ntiles != v->ntiles ||
+        u->predicate != v->predicate)
+      return 0;
+  }
+  return 1;
+}
+
+/* Whether two passes' ACSRs hold the same segments a row. */
+static int same_part(const splat__acsr *x, const splat__acsr *y) {
+  if (x->seq_q != y->seq_q || x->nnz != y->nnz) return 0;
+  for (int64_t i = 0; i <= x->seq_q; i++) {
+    if (x->row_seg[i] != y->row_seg[i]) return 0;
+  }
+  return !memcmp(x->segs, y->segs, (size_t)x->row_seg[x->seq_q] * sizeof *x->segs);
+}
+
+/* The passes built ahead (splat__attn_passes_ahead_build, as plan creation builds them beside
+ * the single plan) and weighed after give what the passes built after the single plan give:
+ * the same decision, plans, ACSRs, shapes and 192-row choices (spec at seq, description d
+ * with tile_q 128, on arch with 132 SMs and smem_optin bytes). Where the single plan took
+ * other tiles (192 rows), the passes are built again on those, as without them. */
+static int check_passes_ahead(const char *spec, int64_t seq, const splat_plan_desc *d,
+                              const char *arch, int smem_optin) {
+  splat_pattern *pat = NULL;
+  splat__acsr a;
+  splat__tile_plan t, pass[2][2];
+  splat__acsr part[2][2];
+  splat__attn_pass_shape shape[2][2];
+  int np[2] = {0, 0}, take[2][2] = {{0, 0}, {0, 0}};
+  square_plan(spec, seq, 128, &pat, &a, &t);
+  splat_report rep;
+  CHECK(splat__report_build(&a, &t, &rep) == SPLAT_OK);
+  splat__attn_passes_ahead ah;
+  CHECK(splat__attn_passes_ahead_build(&a, d, 1, seq, arch, 132, &ah) == SPLAT_OK);
+  CHECKF(ah.built == splat__tile_plan_mixes(&a) && !ah.taken, "%s at %lld", spec, (long long)seq);
+  for (int w = 0; w < 2; w++) { /* w 0: built here; 1: from ah */
+    CHECK(splat__attn_passes_plan(&a, &t, d->batch, d->heads, (int)d->head_dim, d->dtype,
+                                  w ? &ah : NULL, pass[w], part[w], shape[w], &np[w]) == SPLAT_OK);
+    if (np[w] == 2)
+      CHECK(splat__attn_pass_rows(part[w], pass[w], shape[w], &rep, seq, d, arch, 132, smem_optin,
+                                  w && ah.taken ? &ah.trials : NULL, take[w]) == SPLAT_OK);
+  }
+  /* the trials taken or freed by splat__attn_pass_rows where the passes were taken */
+  CHECKF(np[1] == np[0] && ah.taken == (np[0] == 2) &&
+             (!ah.taken || (!ah.trials.t192[0].tiles && !ah.trials.t192[1].tiles)),
+         "%s at %lld: %d passes, ahead %d", spec, (long long)seq, np[1], np[0]);
+  for (int k = 0; k < 2 && np[0] == 2 && np[1] == 2; k++) {
+    CHECKF(take[1][k] == take[0][k] && same_tile_plan(&pass[1][k], &pass[0][k], seq) &&
+               same_part(&part[1][k], &part[0][k]) &&
+               !memcmp(&shape[1][k], &shape[0][k], sizeof shape[0][k]),
+           "%s at %lld: pass %d", spec, (long long)seq, k + 1);
+  }
+  const int taken = take[1][0] + take[1][1];
+  for (int w = 0; w < 2; w++) splat__tile_plan_passes_free(pass[w], part[w]);
+  splat__attn_passes_ahead_free(&ah);
+  /* A single plan on 192-row tiles: the passes ahead (on 128) are not taken. */
+  splat__tile_plan t192;
+  CHECK(splat__tile_plan_build(&a, 192, 128, &t192) == SPLAT_OK);
+  CHECK(splat__attn_passes_ahead_build(&a, d, 0, seq, arch, 132, &ah) == SPLAT_OK);
+  CHECK(splat__attn_passes_plan(&a, &t192, d->batch, d->heads, (int)d->head_dim, d->dtype, &ah,
+                                pass[1], part[1], shape[1], &np[1]) == SPLAT_OK &&
+        !ah.taken && ah.built == splat__tile_plan_mixes(&a));
+  CHECK(splat__attn_passes_plan(&a, &t192, d->batch, d->heads, (int)d->head_dim, d->dtype, NULL,
+                                pass[0], part[0], shape[0], &np[0]) == SPLAT_OK &&
+        np[0] == np[1]);
+  for (int k = 0; k < 2 && np[0] == 2; k++)
+    CHECK(pass[1][k].tile_q == 192 && same_tile_plan(&pass[1][k], &pass[0][k], seq));
+  for (int w = 0; w < 2; w++) splat__tile_plan_passes_free(pass[w], part[w]);
+  splat__attn_passes_ahead_free(&ah);
+  splat__tile_plan_free(&t192);
+  free_plans(pat, &a, &t, 0, NULL, NULL);
+  return taken;
+}
+
+/* check_passes_ahead over masks of one and of two kinds of segments, lengths on both sides
+ * of the passes' ACSR split in chunks (4096 rows), both dtypes (the 192-row trials in bf16,
+ * some taken), and with SPLAT_ATTN_PASSES=0 (nothing built ahead) and a workspace past
+ * SPLAT__ATTN_PASSES_MAX_BYTES (likewise). */
+static void test_attn_passes_ahead(void) {
+  const char *specs[] = {"strided(64) | window(64)",
+                         "strided(8) | window(8)",
+                         "strided(128) | window(32) | window(32,1000)",
+                         "window(64)",
+                         "dilated(64,2)",
+                         "longformer(64,16)"};
+  const int64_t seqs[] = {700, 4097, 16384, 65536};
+  splat_plan_desc d = {2, 16, 16, 64, SPLAT_BF16, 128, 128, 8, SPLAT_OPS_ATTENTION};
+  int taken = 0;
+  for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+    for (size_t n = 0; n < sizeof seqs / sizeof *seqs; n++) {
+      if (seqs[n] == 65536 && i > 0) continue; /* one long case */
+      d.dtype = seqs[n] == 4097 ? SPLAT_F16 : SPLAT_BF16;
+      taken += check_passes_ahead(specs[i], seqs[n], &d, "sm_90a", 232448);
+    }
+  }
+  CHECKF(taken >= 2, "%d passes took 192-row tiles", taken);
+  splat_pattern *pat = NULL;
+  splat__acsr a;
+  splat__tile_plan t;
+  square_plan("strided(64) | window(64)", 4096, 128, &pat, &a, &t);
+  splat__attn_passes_ahead ah;
+  setenv("SPLAT_ATTN_PASSES", "0", 1);
+  CHECK(splat__attn_passes_ahead_build(&a, &d, 1, 4096, "sm_90a", 132, &ah) == SPLAT_OK &&
+        !ah.built && !ah.part[0].segs);
+  unsetenv("SPLAT_ATTN_PASSES");
+  splat_plan_desc big = d;
+  big.batch = 1 << 20; /* 2^20 x 16 heads x 4096 rows of workspace: past the cap */
+  CHECK(splat__attn_passes_ahead_build(&a, &big, 1, 4096, "sm_90a", 132, &ah) == SPLAT_OK &&
+        !ah.built);
+  CHECK(splat__attn_passes_ahead_build(&a, &d, 1, 4096, "sm_90a", 132, &ah) == SPLAT_OK &&
+        ah.built && ah.tile_q == 128 && ah.tile_k == 128 && ah.part[0].segs && ah.pass[1].tiles);
+  splat__attn_passes_ahead_free(&ah);
+  CHECK(!ah.built && !ah.pass[0].tiles && !ah.part[1].segs);
+  splat__attn_passes_ahead_free(&ah); /* twice: nothing left to free */
+  free_plans(pat, &a, &t, 0, NULL, NULL);
 }
 
 /* The choice of the passes' query tiles: 192 rows for the window pass of strided | window in
@@ -2769,6 +2905,7 @@ int main(void) {
   test_kernel_choice();
   test_attn_passes();
   test_attn_pass_rows();
+  test_attn_passes_ahead();
   test_attn_epilogues();
   test_kernel_programs();
   test_tma_views();

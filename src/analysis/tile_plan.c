@@ -1079,38 +1079,50 @@ int32_t splat__tile_plan_max_rows(const splat__tile_plan *t) {
   return most;
 }
 
-int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *single) {
-  if (!a || !single || single->computed <= 2 * a->nnz) return 0;
+int splat__tile_plan_mixes(const splat__acsr *a) {
+  if (!a) return 0;
   const int64_t nsegs = a->row_seg[a->seq_q];
   int64_t ncontig = 0;
   for (int64_t s = 0; s < nsegs; s++) ncontig += a->segs[s].stride <= 1;
   return ncontig > 0 && ncontig < nsegs;
 }
 
-/* The passes' tile plans, four jobs (core/parallel.h): each pass's on the single plan's
- * tiles, and on key tiles of half the width (splat__tile_plan_passes keeps those where they
- * compute a fifth less). */
+int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *single) {
+  return a && single && single->computed > 2 * a->nnz && splat__tile_plan_mixes(a);
+}
+
+int splat__tile_plan_passes_pay(const splat__tile_plan out[2], const splat__tile_plan *single) {
+  return 4 * (out[0].computed + out[1].computed) <= 3 * single->computed;
+}
+
+/* The passes' tile plans, six jobs (core/parallel.h): each pass's on the single plan's
+ * tiles, on key tiles of half the width (splat__tile_plan_passes_build keeps those where
+ * they compute a fifth less), and on query tiles of tile_q2 rows where asked. */
 typedef struct pass_jobs {
-  const splat__tile_plan *single;
+  int tile_q, tile_k, tile_q2;
   const splat__acsr *part;
-  splat__tile_plan *out, half[2];
+  splat__tile_plan *out, *out2, half[2];
 } pass_jobs;
 
 static splat_status plan_pass(void *arg, int i) {
   pass_jobs *j = arg;
-  const int k = i / 2, tile_k = i % 2 ? j->single->tile_k / 2 : j->single->tile_k;
-  if (i % 2 && j->single->tile_k % 128) return SPLAT_OK; /* no half-width trial */
-  return splat__tile_plan_build(&j->part[k], j->single->tile_q, tile_k,
-                                i % 2 ? &j->half[k] : &j->out[k]);
+  const int k = i / 3, v = i % 3; /* v 0: the tiles; 1: half-width keys; 2: tile_q2 rows */
+  if (v == 1 && j->tile_k % 128) return SPLAT_OK; /* no half-width trial */
+  if (v == 2 && !j->tile_q2) return SPLAT_OK;
+  return splat__tile_plan_build(&j->part[k], v == 2 ? j->tile_q2 : j->tile_q,
+                                v == 1 ? j->tile_k / 2 : j->tile_k,
+                                v == 0   ? &j->out[k]
+                                : v == 1 ? &j->half[k]
+                                         : &j->out2[k]);
 }
 
 /* The passes' ACSRs are split from a's rows in chunks of rows, one job each (core/parallel.h),
- * from SPLIT_CHUNKS x SPLIT_CHUNK_ROWS rows (test_analysis checks plans at 4097), in two
+ * from 4 x SPLIT_CHUNK_ROWS rows (split_chunks; test_analysis checks plans at 4097), in two
  * rounds: each row's segments counted into row_seg, then (their offsets summed) written.
  * pass_row runs twice a row, and the arrays are allocated at their size: written at their
  * bound (K contiguous segments a row) they held 8 MiB at 65536 rows for 3 of use, and fresh
  * pages cost (bench/NOTES.md v64). */
-#define SPLIT_CHUNKS 4
+#define SPLIT_CHUNKS 8
 #define SPLIT_CHUNK_ROWS 1024
 typedef struct split_jobs {
   const splat__acsr *a;
@@ -1118,6 +1130,16 @@ typedef struct split_jobs {
   int chunks, write;               /* write: the second round */
   int64_t nnz_of[SPLIT_CHUNKS][2]; /* each chunk's entries of each pass (first round) */
 } split_jobs;
+
+/* The split's chunks: one a core, from 4 (on fewer cores too: the chunked path is the one
+ * tested) to SPLIT_CHUNKS, of SPLIT_CHUNK_ROWS rows at least; 1 below 4 such chunks. */
+static int split_chunks(int64_t seq_q) {
+  const int cores = splat__online_cores();
+  const int64_t most = seq_q / SPLIT_CHUNK_ROWS;
+  int64_t c = cores < 4 ? 4 : cores > SPLIT_CHUNKS ? SPLIT_CHUNKS : cores;
+  if (c > most) c = most;
+  return c >= 4 ? (int)c : 1;
+}
 
 static int64_t chunk_row(const split_jobs *j, int c) {
   return j->a->seq_q * c / j->chunks;
@@ -1150,12 +1172,12 @@ static splat_status split_rows(void *arg, int c) {
   return SPLAT_OK;
 }
 
-splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
-                                     splat__tile_plan out[2], splat__acsr part[2], int *npass) {
-  *npass = 0;
+splat_status splat__tile_plan_passes_build(const splat__acsr *a, int tile_q, int tile_k,
+                                           int tile_q2, splat__tile_plan out[2],
+                                           splat__acsr part[2], splat__tile_plan out2[2]) {
   memset(out, 0, 2 * sizeof *out);
   memset(part, 0, 2 * sizeof *part);
-  if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
+  if (tile_q2) memset(out2, 0, 2 * sizeof *out2);
   const int64_t seq_q = a->seq_q;
   /* The ACSR of each pass: the same rows (and remainder), each row's segments of one kind
    * (split_rows). */
@@ -1172,7 +1194,7 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
   memset(&sj, 0, sizeof sj);
   sj.a = a;
   sj.part = part;
-  sj.chunks = seq_q >= SPLIT_CHUNK_ROWS * SPLIT_CHUNKS ? SPLIT_CHUNKS : 1;
+  sj.chunks = split_chunks(seq_q);
   if (st == SPLAT_OK) st = splat__parallel_run(split_rows, &sj, sj.chunks);
   int64_t n[2] = {0, 0}, nnz[2] = {0, 0};
   for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
@@ -1193,8 +1215,9 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
     part[1].row_seg[seq_q] = n[1];
     pass_jobs j;
     memset(&j, 0, sizeof j);
-    j.single = single, j.part = part, j.out = out;
-    st = splat__parallel_run(plan_pass, &j, 4);
+    j.tile_q = tile_q, j.tile_k = tile_k, j.tile_q2 = tile_q2, j.part = part, j.out = out,
+    j.out2 = out2;
+    st = splat__parallel_run(plan_pass, &j, 6);
     /* Key tiles of half the width where they compute a fifth less: phase classes of 64 keys
      * (strided(64) at 4096) half-fill 128-key tiles, whose empty half costs the kernels a
      * predicated sub-tile per item (bench/NOTES.md v20). Only from widths that are multiples
@@ -1203,21 +1226,42 @@ splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_pla
      * the plan's work they exceed a fifth less. */
     for (int k = 0; k < 2; k++) {
       part[k].nnz = a->rem_nnz + nnz[k];
-      if (st == SPLAT_OK && single->tile_k % 128 == 0 && 5 * nnz[k] <= 4 * out[k].computed &&
+      if (st == SPLAT_OK && tile_k % 128 == 0 && 5 * nnz[k] <= 4 * out[k].computed &&
           5 * j.half[k].computed <= 4 * out[k].computed) {
         splat__tile_plan_free(&out[k]);
         out[k] = j.half[k];
+        if (tile_q2) splat__tile_plan_free(&out2[k]); /* on the full-width key tiles */
       } else {
         splat__tile_plan_free(&j.half[k]);
       }
     }
   }
-  if (st == SPLAT_OK && 4 * (out[0].computed + out[1].computed) <= 3 * single->computed) {
+  if (st != SPLAT_OK) {
+    splat__tile_plan_passes_free(out, part);
+    for (int k = 0; k < 2 && tile_q2; k++) splat__tile_plan_free(&out2[k]);
+  }
+  return st;
+}
+
+void splat__tile_plan_passes_free(splat__tile_plan out[2], splat__acsr part[2]) {
+  for (int k = 0; k < 2; k++) {
+    splat__pass_acsr_free(&part[k]);
+    splat__tile_plan_free(&out[k]);
+  }
+}
+
+splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
+                                     splat__tile_plan out[2], splat__acsr part[2], int *npass) {
+  *npass = 0;
+  memset(out, 0, 2 * sizeof *out);
+  memset(part, 0, 2 * sizeof *part);
+  if (!splat__tile_plan_may_pass(a, single)) return SPLAT_OK;
+  const splat_status st =
+      splat__tile_plan_passes_build(a, single->tile_q, single->tile_k, 0, out, part, NULL);
+  if (st == SPLAT_OK && splat__tile_plan_passes_pay(out, single)) {
     *npass = 2;
     return SPLAT_OK;
   }
-  for (int k = 0; k < 2; k++) splat__pass_acsr_free(&part[k]);
-  splat__tile_plan_free(&out[0]);
-  splat__tile_plan_free(&out[1]);
+  splat__tile_plan_passes_free(out, part);
   return st;
 }

@@ -81,11 +81,25 @@ void splat__tile_plan_free(splat__tile_plan *t);
  * 4096).
  * *npass = 2 with out[0], out[1] built
  * and each pass's own ACSR in part[0], part[1] (a's rows and remainder: rem_row and
- * rem_cols are a's, shared; splat__pass_acsr_free each) when the two compute at most 3/4
+ * rem_cols are a's, shared; splat__tile_plan_passes_free) when the two compute at most 3/4
  * of `single`'s work (tried only when single computes over twice the mask's entries);
  * else *npass = 0 and out and part hold nothing. */
 splat_status splat__tile_plan_passes(const splat__acsr *a, const splat__tile_plan *single,
                                      splat__tile_plan out[2], splat__acsr part[2], int *npass);
+/* The two passes of splat__tile_plan_passes built on query tiles of tile_q rows and key
+ * tiles of tile_k (the single plan's), whatever they compute: plan creation builds them
+ * beside the single plan, before that plan is known (cuda/attn_passes.h), and weighs them
+ * with splat__tile_plan_passes_pay after. For an a that mixes segment kinds
+ * (splat__tile_plan_mixes). With tile_q2 > 0, each pass's plan on query tiles of tile_q2
+ * rows is built beside too, into out2[k], where the pass keeps key tiles of tile_k (else
+ * out2[k] is empty; out2 may be NULL where tile_q2 is 0). On failure nothing is held. */
+splat_status splat__tile_plan_passes_build(const splat__acsr *a, int tile_q, int tile_k,
+                                           int tile_q2, splat__tile_plan out[2],
+                                           splat__acsr part[2], splat__tile_plan out2[2]);
+/* Whether the passes out pay against the single plan: they compute at most 3/4 of its work. */
+int splat__tile_plan_passes_pay(const splat__tile_plan out[2], const splat__tile_plan *single);
+/* Frees the passes' plans and ACSRs (each may be empty). */
+void splat__tile_plan_passes_free(splat__tile_plan out[2], splat__acsr part[2]);
 /* The most rows of one query tile of t (0 without tiles). */
 int32_t splat__tile_plan_max_rows(const splat__tile_plan *t);
 
@@ -93,6 +107,8 @@ int32_t splat__tile_plan_max_rows(const splat__tile_plan *t);
  * over twice the mask's entries and the mask has both contiguous and strided segments. Cheap
  * (a pass over the segments); the passes themselves may still compute too much. */
 int splat__tile_plan_may_pass(const splat__acsr *a, const splat__tile_plan *single);
+/* Whether a has both contiguous (stride 1) and strided segments (a pass over them). */
+int splat__tile_plan_mixes(const splat__acsr *a);
 /* Frees a pass's ACSR from splat__tile_plan_passes (its row_seg and segs). */
 void splat__pass_acsr_free(splat__acsr *part);
 

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "core/parallel.h"
 #include "cuda/backend.h"
 #include "cuda/driver.h"
 
@@ -28,8 +28,7 @@ static splat_status default_threads(const char *fn, int *out) {
     *out = (int)n;
     return SPLAT_OK;
   }
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  *out = n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+  *out = splat__online_cores();
   return SPLAT_OK;
 }
 

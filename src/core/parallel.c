@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -58,6 +59,11 @@ void splat__parallel_for(int nthreads, int64_t n, int64_t chunk,
   }
   drain(&j);
   for (int t = 0; t < started; t++) pthread_join(threads[t], NULL);
+}
+
+int splat__online_cores(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
 }
 
 typedef struct slot {

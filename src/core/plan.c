@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "cuda/attn_passes.h"
 #include "cuda/backend.h"
 #include "cuda/kgen.h"
 #include "cuda/nvrtc.h"
@@ -81,40 +82,50 @@ static splat_status check_sizes(const splat_plan *plan) {
   return SPLAT_OK;
 }
 
-/* The analysis's tile plans, built at once (core/parallel.h): the plan's [0], and the
- * 192-row one a CUDA plan may take instead [1] (cuda/backend.h splat__cuda_plan_tile_rows). */
+/* The analysis's tile plans, built at once (core/parallel.h): the plan's [0] and its report;
+ * the 192-row one a CUDA plan may take instead [1] (cuda/backend.h splat__cuda_plan_tile_rows);
+ * the two passes a CUDA plan's fused attention may run [2] (splat__cuda_plan_passes_ahead:
+ * they need not wait for the single plan they are weighed against; bench/NOTES.md v65). */
 typedef struct tile_jobs {
   splat_plan *plan;
   splat__tile_plan *t192;
+  splat__attn_passes_ahead *ahead;
 } tile_jobs;
 
 static splat_status build_tiles(void *arg, int i) {
   const tile_jobs *j = arg;
-  const splat_plan *plan = j->plan;
-  return splat__tile_plan_build(&plan->acsr, i ? 192 : plan->desc.tile_q, plan->desc.tile_k,
-                                i ? j->t192 : &j->plan->tiles);
+  splat_plan *plan = j->plan;
+  if (i == 2) return j->ahead ? splat__cuda_plan_passes_ahead(plan, j->ahead) : SPLAT_OK;
+  if (i == 1) {
+    return j->t192 ? splat__tile_plan_build(&plan->acsr, 192, plan->desc.tile_k, j->t192)
+                   : SPLAT_OK;
+  }
+  splat_status st =
+      splat__tile_plan_build(&plan->acsr, plan->desc.tile_q, plan->desc.tile_k, &plan->tiles);
+  return st == SPLAT_OK ? splat__report_build(&plan->acsr, &plan->tiles, &plan->report) : st;
 }
 
-/* Builds the analysis of a plan, and the 192-row tile plan into *t192 unless t192 is NULL;
- * on failure everything built so far is freed. */
-static splat_status analyse(splat_plan *plan, const splat_pattern *pattern,
-                            splat__tile_plan *t192) {
+/* Builds the analysis of a plan, the 192-row tile plan into *t192 unless t192 is NULL and
+ * the passes into *ahead unless ahead is NULL; on failure everything built so far is freed.
+ * plan_ms: the tile plans' wall time, less the report's (built beside them). */
+static splat_status analyse(splat_plan *plan, const splat_pattern *pattern, splat__tile_plan *t192,
+                            splat__attn_passes_ahead *ahead) {
   double t0 = splat__now_ms();
   splat_status st = splat__acsr_build(pattern, plan->desc.max_segments, &plan->acsr);
   if (st != SPLAT_OK) return st;
   double t1 = splat__now_ms();
-  tile_jobs jobs = {plan, t192};
-  st = splat__parallel_run(build_tiles, &jobs, t192 ? 2 : 1);
+  tile_jobs jobs = {plan, t192, ahead};
+  st = splat__parallel_run(build_tiles, &jobs, ahead ? 3 : t192 ? 2 : 1);
   double t2 = splat__now_ms();
-  if (st == SPLAT_OK) st = splat__report_build(&plan->acsr, &plan->tiles, &plan->report);
   if (st != SPLAT_OK) {
     if (t192) splat__tile_plan_free(t192);
+    if (ahead) splat__attn_passes_ahead_free(ahead);
     splat__tile_plan_free(&plan->tiles);
     splat__acsr_free(&plan->acsr);
     return st;
   }
   plan->report.analysis_ms = t1 - t0;
-  plan->report.plan_ms = t2 - t1;
+  plan->report.plan_ms = t2 - t1 - plan->report.report_ms;
   return SPLAT_OK;
 }
 
@@ -159,7 +170,10 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   memset(&t192, 0, sizeof t192);
   const int rows192 =
       rows_left && plan->desc.tile_q == DEFAULT_TILE && splat__cuda_plan_tries_rows192(plan);
-  st = analyse(plan, pattern, rows192 ? &t192 : NULL);
+  splat__attn_passes_ahead ahead;
+  memset(&ahead, 0, sizeof ahead);
+  st = analyse(plan, pattern, rows192 ? &t192 : NULL,
+               ctx->backend == SPLAT_BACKEND_CUDA ? &ahead : NULL);
   if (st != SPLAT_OK) {
     splat__nvrtc_prefetch_end(&nvrtc);
     free(plan);
@@ -169,7 +183,8 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   if (st == SPLAT_OK && rows192) st = splat__cuda_plan_tile_rows(plan, &t192);
   splat__tile_plan_free(&t192);                             /* where check_sizes failed */
   if (st == SPLAT_OK && ctx->backend == SPLAT_BACKEND_CUDA) /* device metadata and kernels */
-    st = splat__cuda_plan_create(plan, &plan->cuda);
+    st = splat__cuda_plan_create(plan, &ahead, &plan->cuda);
+  splat__attn_passes_ahead_free(&ahead); /* what the plan did not take */
   splat__nvrtc_prefetch_end(&nvrtc);
   if (st != SPLAT_OK) {
     splat_plan_destroy(plan);

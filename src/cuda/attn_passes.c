@@ -46,8 +46,9 @@ static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2
 
 splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_plan *single,
                                      int64_t batch, int64_t heads, int head_dim, splat_dtype dt,
-                                     splat__tile_plan pass[2], splat__acsr part[2],
-                                     splat__attn_pass_shape shape[2], int *npass) {
+                                     splat__attn_passes_ahead *ahead, splat__tile_plan pass[2],
+                                     splat__acsr part[2], splat__attn_pass_shape shape[2],
+                                     int *npass) {
   *npass = 0;
   memset(pass, 0, 2 * sizeof *pass);
   memset(part, 0, 2 * sizeof *part);
@@ -55,7 +56,19 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   int on = 1;
   splat_status st = splat__attn_passes_env(&on);
   if (st != SPLAT_OK || !on) return st;
-  st = splat__tile_plan_passes(a, single, pass, part, npass);
+  if (ahead && ahead->built && ahead->tile_q == single->tile_q &&
+      ahead->tile_k == single->tile_k) { /* built beside the single plan: weighed here */
+    if (splat__tile_plan_may_pass(a, single) && splat__tile_plan_passes_pay(ahead->pass, single)) {
+      memcpy(pass, ahead->pass, sizeof ahead->pass);
+      memcpy(part, ahead->part, sizeof ahead->part);
+      memset(ahead->pass, 0, sizeof ahead->pass); /* the caller's now */
+      memset(ahead->part, 0, sizeof ahead->part);
+      ahead->taken = 1;
+      *npass = 2;
+    }
+  } else {
+    st = splat__tile_plan_passes(a, single, pass, part, npass);
+  }
   if (st != SPLAT_OK || *npass == 0) return st;
   const double bytes = splat__attn_passes_bytes(batch, heads, a->seq_q, head_dim, dt);
   if (bytes > (double)SPLAT__ATTN_PASSES_MAX_BYTES) {
@@ -64,10 +77,7 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
                "entries: their workspace would take %.0f MiB",
                (long long)(pass[0].computed + pass[1].computed), (long long)single->computed,
                bytes / (1 << 20));
-    for (int k = 0; k < 2; k++) {
-      splat__tile_plan_free(&pass[k]);
-      splat__pass_acsr_free(&part[k]);
-    }
+    splat__tile_plan_passes_free(pass, part);
     *npass = 0;
     return SPLAT_OK;
   }
@@ -80,7 +90,44 @@ splat_status splat__attn_passes_plan(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
-/* The passes' 192-row trials (splat__attn_pass_rows), one job each (core/parallel.h). */
+splat_status splat__attn_passes_ahead_build(const splat__acsr *a, const splat_plan_desc *d,
+                                            int trials, int64_t seq_k, const char *arch,
+                                            int sm_count, splat__attn_passes_ahead *out) {
+  memset(out, 0, sizeof *out);
+  /* A bad SPLAT_ATTN_PASSES fails the plan where splat__attn_passes_plan reads it. */
+  int on = 1;
+  if (splat__attn_passes_env(&on) != SPLAT_OK || !on || !splat__tile_plan_mixes(a) ||
+      splat__attn_passes_bytes(d->batch, d->heads, a->seq_q, (int)d->head_dim, d->dtype) >
+          (double)SPLAT__ATTN_PASSES_MAX_BYTES)
+    return SPLAT_OK;
+  /* The 192-row trials' plans beside the passes' own where try_rows may want them. */
+  const int q2 = trials && d->dtype == SPLAT_BF16 && d->tile_q == 128 && d->tile_k == 128 ? 192 : 0;
+  splat__tile_plan t192[2];
+  memset(t192, 0, sizeof t192);
+  splat_status st =
+      splat__tile_plan_passes_build(a, d->tile_q, d->tile_k, q2, out->pass, out->part, t192);
+  if (st == SPLAT_OK) pass_shapes(out->part, out->pass, out->shape);
+  if (st == SPLAT_OK && trials)
+    st = splat__attn_pass_rows_try(out->part, out->pass, out->shape, seq_k, d, arch, sm_count, t192,
+                                   &out->trials);
+  for (int k = 0; k < 2; k++) splat__tile_plan_free(&t192[k]); /* those try_rows did not take */
+  if (st != SPLAT_OK) {
+    splat__attn_passes_ahead_free(out);
+    return st;
+  }
+  out->built = 1;
+  out->tile_q = d->tile_q;
+  out->tile_k = d->tile_k;
+  return SPLAT_OK;
+}
+
+void splat__attn_passes_ahead_free(splat__attn_passes_ahead *ahead) {
+  splat__tile_plan_passes_free(ahead->pass, ahead->part);
+  splat__attn_pass_trials_free(&ahead->trials);
+  ahead->built = ahead->taken = 0;
+}
+
+/* The passes' 192-row trials (splat__attn_pass_rows_try), one job each (core/parallel.h). */
 typedef struct rows_jobs {
   const splat__acsr *part;
   const splat__tile_plan *pass;
@@ -89,8 +136,8 @@ typedef struct rows_jobs {
   const splat_plan_desc *d;
   const char *arch;
   int sm_count;
-  splat__tile_plan t192[2];
-  int chosen[2];
+  splat__tile_plan *built; /* the 192-row plans built already ([k] empty: not built) or NULL */
+  splat__attn_pass_trials *trials;
 } rows_jobs;
 
 /* Pass k's 192-row tile plan where the rule takes it for the pass alone (its kernel and,
@@ -107,8 +154,16 @@ static splat_status try_rows(void *arg, int k) {
   splat_plan_desc d1 = *j->d;
   d1.ops = SPLAT_OPS_ATTENTION;
   d1.tile_k = j->pass[k].tile_k; /* the 192-row plan's key tile: the pass's */
+  if (j->built && j->built[k].tiles) {
+    if (!splat__tile_rows_try(&d1, j->arch)) return SPLAT_OK;
+    j->trials->t192[k] = j->built[k];
+    memset(&j->built[k], 0, sizeof j->built[k]); /* the trial's now */
+    splat__tile_rows_choose_built(&j->part[k], &j->pass[k], j->seq_k, &d1, j->sm_count, k,
+                                  &j->trials->t192[k], &j->trials->chosen[k]);
+    return SPLAT_OK;
+  }
   return splat__tile_rows_choose(&j->part[k], &j->pass[k], j->seq_k, &d1, j->arch, j->sm_count, k,
-                                 &j->t192[k], &j->chosen[k]);
+                                 &j->trials->t192[k], &j->trials->chosen[k]);
 }
 
 /* Pass k takes its chosen 192-row plan t192 where its kernel runs three consumer
@@ -151,26 +206,40 @@ static splat_status take_rows(splat__tile_plan pass[2], splat__attn_pass_shape s
   return st;
 }
 
+splat_status splat__attn_pass_rows_try(const splat__acsr part[2], const splat__tile_plan pass[2],
+                                       const splat__attn_pass_shape shape[2], int64_t seq_k,
+                                       const splat_plan_desc *d, const char *arch, int sm_count,
+                                       splat__tile_plan built[2], splat__attn_pass_trials *trials) {
+  memset(trials, 0, sizeof *trials);
+  rows_jobs j = {part, pass, shape, seq_k, d, arch, sm_count, built, trials};
+  const splat_status st = splat__parallel_run(try_rows, &j, 2);
+  if (st != SPLAT_OK) splat__attn_pass_trials_free(trials);
+  return st;
+}
+
+void splat__attn_pass_trials_free(splat__attn_pass_trials *trials) {
+  for (int k = 0; k < 2; k++) {
+    splat__tile_plan_free(&trials->t192[k]);
+    trials->chosen[k] = 0;
+  }
+}
+
 splat_status splat__attn_pass_rows(const splat__acsr part[2], splat__tile_plan pass[2],
                                    splat__attn_pass_shape shape[2], const splat_report *rep,
                                    int64_t seq_k, const splat_plan_desc *d, const char *arch,
-                                   int sm_count, int smem_optin, int take[2]) {
+                                   int sm_count, int smem_optin, splat__attn_pass_trials *ahead,
+                                   int take[2]) {
   take[0] = take[1] = 0;
-  rows_jobs j;
-  memset(&j, 0, sizeof j);
-  j.part = part;
-  j.pass = pass;
-  j.shape = shape;
-  j.seq_k = seq_k;
-  j.d = d;
-  j.arch = arch;
-  j.sm_count = sm_count;
-  splat_status st = splat__parallel_run(try_rows, &j, 2);
+  splat__attn_pass_trials own;
+  splat__attn_pass_trials *trials = ahead ? ahead : &own;
+  splat_status st =
+      ahead ? SPLAT_OK
+            : splat__attn_pass_rows_try(part, pass, shape, seq_k, d, arch, sm_count, NULL, &own);
   for (int k = 0; k < 2 && st == SPLAT_OK; k++) {
-    if (j.chosen[k])
-      st = take_rows(pass, shape, k, &j.t192[k], rep, seq_k, d, arch, smem_optin, &take[k]);
+    if (trials->chosen[k])
+      st = take_rows(pass, shape, k, &trials->t192[k], rep, seq_k, d, arch, smem_optin, &take[k]);
   }
-  for (int k = 0; k < 2; k++) splat__tile_plan_free(&j.t192[k]); /* untaken, or after a failure */
+  splat__attn_pass_trials_free(trials); /* untaken, or after a failure */
   return st;
 }
 
@@ -202,21 +271,18 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
   st = splat__tile_plan_build(&a, tile_q, tile_k, &single);
   int npass = 0;
   if (st == SPLAT_OK)
-    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, dt, pass, part, shape, &npass);
+    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, dt, NULL, pass, part, shape, &npass);
   if (st == SPLAT_OK && npass && tile_q == 128) {
     const splat_plan_desc d = {
         1, 1, 1, head_dim, dt, 0, tile_k, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
     splat_report rep;
     memset(&rep, 0, sizeof rep);
     int take[2];
-    st = splat__attn_pass_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, take);
+    st = splat__attn_pass_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, NULL, take);
   }
   if (npass) {
     *two_pass = st == SPLAT_OK;
-    for (int k = 0; k < 2; k++) {
-      splat__tile_plan_free(&pass[k]);
-      splat__pass_acsr_free(&part[k]);
-    }
+    splat__tile_plan_passes_free(pass, part);
   }
   int max_ktiles = 0;
   if (st == SPLAT_OK && !npass) st = splat__attn_split_env(&max_ktiles);

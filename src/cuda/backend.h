@@ -6,6 +6,7 @@
 #define SPLAT_CUDA_BACKEND_H
 
 #include "core/context.h"
+#include "cuda/attn_passes.h"
 
 typedef struct splat__cuda_context splat__cuda_context;
 typedef struct splat__cuda_plan splat__cuda_plan;
@@ -26,9 +27,18 @@ int splat__cuda_plan_tries_rows192(const splat_plan *plan);
  * frees it. */
 splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192);
 
+/* The two passes a plan's fused attention may run (attn_passes.h), built ahead into *out
+ * from its ACSR and description alone, on another thread while the analysis builds the single
+ * plan (core/plan.c): only where the plan's ops include the attention and its device serves
+ * the passes' workspace. */
+splat_status splat__cuda_plan_passes_ahead(const splat_plan *plan, splat__attn_passes_ahead *out);
+
 /* The device side of a plan of a CUDA context (plan->ctx->cuda): uploads the ACSR and
- * tile plan, generates, compiles and loads the kernels. Never called for CPU plans. */
-splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out);
+ * tile plan, generates, compiles and loads the kernels; the attention's passes taken from
+ * `ahead` where it holds them (else NULL or empty; the caller frees it). Never called for
+ * CPU plans. */
+splat_status splat__cuda_plan_create(splat_plan *plan, splat__attn_passes_ahead *ahead,
+                                     splat__cuda_plan **out);
 void splat__cuda_plan_destroy(splat__cuda_plan *p);
 
 /* The operations: same arguments as splat__cpu_* plus the stream; tensors in device

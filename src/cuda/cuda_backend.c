@@ -253,16 +253,13 @@ typedef struct attn_layout {
 } attn_layout;
 
 static void attn_layout_free(attn_layout *l) {
-  for (int k = 0; k < 2; k++) {
-    splat__tile_plan_free(&l->pass[k]);
-    splat__pass_acsr_free(&l->part[k]);
-  }
+  splat__tile_plan_passes_free(l->pass, l->part);
 }
 
 /* The layout of a plan whose ops include the attention and whose spec has a tile kernel
  * (else one pass, no split). */
 static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan *plan,
-                                     attn_layout *l) {
+                                     splat__attn_passes_ahead *ahead, attn_layout *l) {
   memset(l, 0, sizeof *l);
   int max_ktiles = 0;
   splat_status st = splat__attn_split_env(&max_ktiles); /* bad values fail any CUDA plan */
@@ -281,15 +278,17 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
   }
   const double t0 = splat__now_ms();
   st = splat__attn_passes_plan(&plan->acsr, &plan->tiles, plan->desc.batch, plan->desc.heads,
-                               plan->desc.head_dim, plan->desc.dtype, l->pass, l->part, l->shape,
-                               &l->npass);
+                               plan->desc.head_dim, plan->desc.dtype, ahead, l->pass, l->part,
+                               l->shape, &l->npass);
+  const int taken = ahead && ahead->taken; /* then its trials are the passes' */
   const double t1 = splat__now_ms();
   /* Each pass on 192-row tiles where the rule takes them (query tiles left to splat). */
   int take[2];
   if (st == SPLAT_OK && l->npass && plan->tile_q_left)
     st = splat__attn_pass_rows(l->part, l->pass, l->shape, &plan->report, plan->seq_k, &plan->desc,
                                p->cu->dev.arch, p->cu->dev.sm_count,
-                               p->cu->dev.max_smem_per_block_optin, take);
+                               p->cu->dev.max_smem_per_block_optin, taken ? &ahead->trials : NULL,
+                               take);
   const double t2 = splat__now_ms();
   int kernels = 1; /* each pass's tile kernel, for its rows; without either, one pass */
   if (st == SPLAT_OK && l->npass) {
@@ -297,9 +296,10 @@ static splat_status attn_layout_plan(const splat__cuda_plan *p, const splat_plan
                                 (int)plan->desc.head_dim, p->cu->dev.max_smem_per_block_optin,
                                 p->cu->dev.arch, &kernels);
     splat__log(SPLAT__LOG_DEBUG,
-               "plan: the passes' ACSRs and tile plans %.2f ms, their 192-row trials %.2f, "
+               "plan: the passes' ACSRs and tile plans %.2f ms%s, their 192-row trials %.2f, "
                "their kernels' specs %.2f",
-               t1 - t0, t2 - t1, splat__now_ms() - t2);
+               t1 - t0, taken ? " (built beside the single plan)" : "", t2 - t1,
+               splat__now_ms() - t2);
   }
   if (st == SPLAT_OK && l->npass &&
       (!plan_fits_int32(&l->pass[0]) || !plan_fits_int32(&l->pass[1]) || !kernels)) {
@@ -326,6 +326,12 @@ static splat_status pass_tables(void *arg, int k) {
   const splat__tile_plan *t = &j->al->pass[k];
   return splat__ws_tables_build(&j->al->part[k], t->perm, j->tiles[k], t->ntiles, j->runs[k],
                                 16 * s->warps, s->max_segs, s->kt, &j->tabs[1 + k]);
+}
+
+/* Whether the plan runs op's tile kernel (build_kernels loads it: the op is among the plan's
+ * and its spec has one), known before the kernel is loaded. */
+static int has_tile_kernel(const splat__cuda_plan *p, const splat_plan *plan, int op) {
+  return (plan->desc.ops & (1u << op)) && p->spec[op].tile;
 }
 
 static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const attn_layout *al) {
@@ -363,7 +369,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   int tma = 0;
   if (st == SPLAT_OK) st = splat__tma_env(&tma);
   if (st == SPLAT_OK) st = splat__kspec_env_persistent(&p->persistent);
-  if (st == SPLAT_OK && tma && attn_ws(p) && p->tile[SPLAT__KOP_ATTENTION]) {
+  if (st == SPLAT_OK && tma && attn_ws(p) && has_tile_kernel(p, plan, SPLAT__KOP_ATTENTION)) {
     if (npass) {
       const int64_t pr[2] = {pr0, pr1};
       const int ws[2] = {al->spec[0].wgmma == SPLAT__WGMMA_WS,
@@ -393,7 +399,7 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
   splat__ws_tables tabs[3];
   memset(tabs, 0, sizeof tabs);
   const double t_tables = splat__now_ms();
-  if (st == SPLAT_OK && p->tile[SPLAT__KOP_ATTENTION]) {
+  if (st == SPLAT_OK && has_tile_kernel(p, plan, SPLAT__KOP_ATTENTION)) {
     if (!npass && attn_ws(p)) {
       const splat__kspec *s = &p->spec[SPLAT__KOP_ATTENTION];
       st = splat__ws_tables_build(a, t->perm, tiles, t->ntiles, runs, 16 * s->warps, s->max_segs,
@@ -406,13 +412,13 @@ static splat_status upload(splat__cuda_plan *p, const splat_plan *plan, const at
    * SPLAT_ATTN_SPLIT key tiles (off by default; only for the attention tile kernel). */
   splat__tile_split split;
   memset(&split, 0, sizeof split);
-  if (st == SPLAT_OK && al->max_ktiles > 0 && p->tile[SPLAT__KOP_ATTENTION]) {
+  if (st == SPLAT_OK && al->max_ktiles > 0 && has_tile_kernel(p, plan, SPLAT__KOP_ATTENTION)) {
     st = splat__tile_split_build(tiles, t->ntiles, runs, t->tile_k, al->max_ktiles, &split);
     if (split.nmerge == 0) splat__tile_split_free(&split); /* nothing was split */
   }
   splat__tile_split sd; /* the R-SDDMM's */
   memset(&sd, 0, sizeof sd);
-  if (st == SPLAT_OK && p->tile[SPLAT__KOP_SDDMM]) {
+  if (st == SPLAT_OK && has_tile_kernel(p, plan, SPLAT__KOP_SDDMM)) {
     st = splat__tile_split_build(tiles, t->ntiles, runs, t->tile_k,
                                  splat__sddmm_split_ktiles(tiles, t->ntiles, runs), &sd);
     if (sd.nmerge == 0) splat__tile_split_free(&sd);
@@ -647,7 +653,35 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
   return st;
 }
 
-splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
+/* A plan's kernels (build_kernels: their CUBINs got, mostly from a cache, and loaded) and
+ * its metadata (upload: built on the host, then copied), one job each (core/parallel.h): the
+ * two need only the specs. Each job makes the context current on its thread. */
+typedef struct device_jobs {
+  splat__cuda_plan *p;
+  splat_plan *plan;
+  const attn_layout *al;
+} device_jobs;
+
+static splat_status device_job(void *arg, int i) {
+  const device_jobs *j = arg;
+  splat_status st = push(j->p->cu);
+  if (st != SPLAT_OK) return st;
+  st = i ? upload(j->p, j->plan, j->al) : build_kernels(j->p, j->plan);
+  pop();
+  return st;
+}
+
+splat_status splat__cuda_plan_passes_ahead(const splat_plan *plan, splat__attn_passes_ahead *out) {
+  memset(out, 0, sizeof *out);
+  const splat__cuda_context *cu = plan->ctx->cuda;
+  /* attn_layout_plan's conditions that need no kernel spec (those are weighed after) */
+  if (!(plan->desc.ops & SPLAT_OPS_ATTENTION) || !cu->pool) return SPLAT_OK;
+  return splat__attn_passes_ahead_build(&plan->acsr, &plan->desc, plan->tile_q_left, plan->seq_k,
+                                        cu->dev.arch, cu->dev.sm_count, out);
+}
+
+splat_status splat__cuda_plan_create(splat_plan *plan, splat__attn_passes_ahead *ahead,
+                                     splat__cuda_plan **out) {
   *out = NULL;
   splat__cuda_context *cu = plan->ctx->cuda;
   if (!cu) return splat__fail(SPLAT_ERR_INTERNAL, "splat_plan_create: context has no CUDA device");
@@ -660,7 +694,7 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
     return st;
   }
   /* The specs, then the attention's layout (which needs to know whether there is a tile
-   * kernel, and decides its epilogues), then the kernels, then the metadata. */
+   * kernel, and decides its epilogues), then the kernels beside the metadata. */
   attn_layout al;
   memset(&al, 0, sizeof al);
   /* Whether TMA views serve every key sub-tile of the plan (192-row tiles take three
@@ -673,7 +707,7 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
     st = splat__kspec_for_plan(p->spec, &plan->report, plan->desc.dtype, (int)plan->desc.head_dim,
                                cu->dev.max_smem_per_block_optin, cu->dev.arch, tma_all);
   const double t_layout = splat__now_ms();
-  if (st == SPLAT_OK) st = attn_layout_plan(p, plan, &al);
+  if (st == SPLAT_OK) st = attn_layout_plan(p, plan, ahead, &al);
   splat__log(SPLAT__LOG_DEBUG, "plan: the attention's layout (two passes, their tiles) %.2f ms",
              splat__now_ms() - t_layout);
   if (st == SPLAT_OK) {
@@ -682,9 +716,9 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__cuda_plan **out) {
       p->spec[SPLAT__KOP_ATTENTION] = al.spec[0];
       p->attn_pass2_spec = al.spec[1];
     }
-    st = build_kernels(p, plan);
+    device_jobs j = {p, plan, &al};
+    st = splat__parallel_run(device_job, &j, 2);
   }
-  if (st == SPLAT_OK) st = upload(p, plan, &al);
   if (st == SPLAT_OK) {
     plan->report.device_bytes = p->device_bytes;
     plan->report.workspace_bytes = (int64_t)(p->rowpart_bytes + p->part_bytes);
