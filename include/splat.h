@@ -206,7 +206,9 @@ typedef struct splat_report {
   int64_t computed;         /* tile elements computed: sum of tile_q x tile_k per key tile */
   double tile_waste;        /* computed / regular_nnz (1.0 = no waste) */
   double analysis_ms;       /* segments + remainder */
-  double plan_ms;           /* alignment + tile plan */
+  double plan_ms;           /* alignment + tile plans, wall time; a plan's includes its report's
+                             * (built beside them) and a CUDA plan's its two passes' where built
+                             * beside them (docs/cuda.md, Kernels) */
   double report_ms;         /* the statistics above */
   /* Kernels of a CUDA plan: wall time to get (memory cache, disk cache or NVRTC compile)
    * and load every kernel program at plan creation (an op's row and tile kernels are two),

@@ -100,8 +100,13 @@ splat_status splat__attn_passes_ahead_build(const splat__acsr *a, const splat_pl
       splat__attn_passes_bytes(d->batch, d->heads, a->seq_q, (int)d->head_dim, d->dtype) >
           (double)SPLAT__ATTN_PASSES_MAX_BYTES)
     return SPLAT_OK;
-  /* The 192-row trials' plans beside the passes' own where try_rows may want them. */
-  const int q2 = trials && d->dtype == SPLAT_BF16 && d->tile_q == 128 && d->tile_k == 128 ? 192 : 0;
+  /* The 192-row trials' plans beside the passes' own where try_rows may want them (its
+   * conditions known before the passes: those on the rows' segments are not). */
+  splat_plan_desc d1 = *d;
+  d1.ops = SPLAT_OPS_ATTENTION;
+  const int q2 =
+      trials && d->dtype == SPLAT_BF16 && d->tile_q == 128 && splat__tile_rows_try(&d1, arch) ? 192
+                                                                                              : 0;
   splat__tile_plan t192[2];
   memset(t192, 0, sizeof t192);
   splat_status st =
