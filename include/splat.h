@@ -114,7 +114,8 @@ SPLAT_API const char *splat_backend_name(splat_backend backend);
 typedef struct splat_context_options {
   splat_backend backend; /* SPLAT_BACKEND_AUTO by default */
   int device;            /* CUDA device ordinal; 0 by default */
-  int num_threads;       /* CPU worker threads; 0 = $SPLAT_NUM_THREADS or all cores */
+  int num_threads;       /* CPU worker threads; 0 = $SPLAT_NUM_THREADS or all the cores the
+                          * process may run on (its CPU affinity) */
 } splat_context_options;
 
 /* options: host, may be NULL for defaults. out: host, receives the new context. */

@@ -1,6 +1,7 @@
 /* test_api.c — the public API under misuse: every bad argument returns a status and
  * a message that names it, per thread and per context; nothing crashes. */
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,19 @@ static void test_context(void) {
   char why[512];
   CHECK(splat_environment_query(&env, why, sizeof why) == SPLAT_OK);
   CHECK(env.cpu_threads >= 1);
+  /* Unset, one thread per core the process may run on: its CPU affinity (taskset, a
+   * container's cpuset), not every online core. */
+  cpu_set_t mine, one;
+  CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0 && env.cpu_threads == CPU_COUNT(&mine));
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, &mine)) continue;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    CHECK(splat_environment_query(&env, NULL, 0) == SPLAT_OK && env.cpu_threads == 1);
+    CHECK(sched_setaffinity(0, sizeof mine, &mine) == 0);
+    break;
+  }
   splat_context_options cuda = {SPLAT_BACKEND_CUDA, 0, 0};
   splat_status st = splat_context_create(&cuda, &ctx);
   if (!env.cuda_available) {

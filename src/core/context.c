@@ -11,7 +11,8 @@
 #include "cuda/backend.h"
 #include "cuda/driver.h"
 
-/* Worker threads of a default CPU context: $SPLAT_NUM_THREADS, else online cores. A value
+/* Worker threads of a default CPU context: $SPLAT_NUM_THREADS, else the cores the process may
+ * run on (core/parallel.h splat__online_cores). A value
  * that is not an integer in 1..1024 is SPLAT_ERR_INVALID_ARGUMENT, named (fn: the caller). */
 static splat_status default_threads(const char *fn, int *out) {
   const char *env = getenv("SPLAT_NUM_THREADS");
@@ -22,7 +23,7 @@ static splat_status default_threads(const char *fn, int *out) {
     if (*end || errno || n < 1 || n > 1024) {
       return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
                          "%s: SPLAT_NUM_THREADS=%s unsupported: must be an integer in 1..1024 "
-                         "(unset: one thread per online core)",
+                         "(unset: one thread per core the process may run on)",
                          fn, env);
     }
     *out = (int)n;

@@ -4,6 +4,7 @@
 #include "core/parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -62,7 +63,10 @@ void splat__parallel_for(int nthreads, int64_t n, int64_t chunk,
 }
 
 int splat__online_cores(void) {
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  /* The cores this process may run on (taskset, a container's cpuset), else those online. */
+  cpu_set_t set;
+  long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
   return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
 }
 

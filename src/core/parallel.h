@@ -14,7 +14,8 @@
 void splat__parallel_for(int nthreads, int64_t n, int64_t chunk,
                          void (*fn)(void *arg, int64_t begin, int64_t end), void *arg);
 
-/* The online cores (at least 1, at most 1024). */
+/* The cores the process may run on (its CPU affinity; else the online cores), from 1 to
+ * 1024. */
 int splat__online_cores(void);
 
 /* The most jobs of one splat__parallel_run. */
