@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/parallel.h"
+#include "core/timer.h"
 
 #define DEFAULT_TILE 128
 #define MAX_TILE 1024
@@ -1190,6 +1192,7 @@ splat_status splat__tile_plan_passes_build(const splat__acsr *a, int tile_q, int
     if (!part[k].row_seg)
       st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (two passes)");
   }
+  const double t0 = splat__now_ms();
   split_jobs sj;
   memset(&sj, 0, sizeof sj);
   sj.a = a;
@@ -1210,6 +1213,7 @@ splat_status splat__tile_plan_passes_build(const splat__acsr *a, int tile_q, int
   }
   sj.write = 1;
   if (st == SPLAT_OK) st = splat__parallel_run(split_rows, &sj, sj.chunks);
+  const double t1 = splat__now_ms();
   if (st == SPLAT_OK) {
     part[0].row_seg[seq_q] = n[0];
     part[1].row_seg[seq_q] = n[1];
@@ -1235,6 +1239,9 @@ splat_status splat__tile_plan_passes_build(const splat__acsr *a, int tile_q, int
         splat__tile_plan_free(&j.half[k]);
       }
     }
+    splat__log(SPLAT__LOG_DEBUG,
+               "tile plan: the passes' ACSRs split in %d chunk(s) %.2f ms, their tile plans %.2f",
+               sj.chunks, t1 - t0, splat__now_ms() - t1);
   }
   if (st != SPLAT_OK) {
     splat__tile_plan_passes_free(out, part);

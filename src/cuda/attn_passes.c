@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/timer.h"
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
 #include "cuda/tma_views.h"
@@ -109,12 +110,17 @@ splat_status splat__attn_passes_ahead_build(const splat__acsr *a, const splat_pl
                                                                                               : 0;
   splat__tile_plan t192[2];
   memset(t192, 0, sizeof t192);
+  const double t0 = splat__now_ms();
   splat_status st =
       splat__tile_plan_passes_build(a, d->tile_q, d->tile_k, q2, out->pass, out->part, t192);
   if (st == SPLAT_OK) pass_shapes(out->part, out->pass, out->shape);
+  const double t1 = splat__now_ms();
   if (st == SPLAT_OK && trials)
     st = splat__attn_pass_rows_try(out->part, out->pass, out->shape, seq_k, d, arch, sm_count, t192,
                                    &out->trials);
+  splat__log(SPLAT__LOG_DEBUG,
+             "plan: the passes built ahead in %.2f ms, their 192-row trials weighed in %.2f",
+             t1 - t0, splat__now_ms() - t1);
   for (int k = 0; k < 2; k++) splat__tile_plan_free(&t192[k]); /* those try_rows did not take */
   if (st != SPLAT_OK) {
     splat__attn_passes_ahead_free(out);
