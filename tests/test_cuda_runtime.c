@@ -7,6 +7,7 @@
  * (corruption, unwritable directories, 4 concurrent writer processes), list/clear and
  * SPLAT_DUMP_DIR. NVRTC tests are skipped (not passed) only when NVRTC cannot be
  * loaded. On a machine with a GPU it also loads and launches the smoke kernel. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -2259,6 +2260,215 @@ static int have_nvrtc(void) {
   return major >= 12;
 }
 
+/* ---- the keys' NVRTC version from the disk cache's stamp (kernel_cache.h). Each check runs
+ * in a child process: this one has not loaded NVRTC yet, so a child starts as a fresh
+ * process would. A child returns 0 where its checks held, 77 without NVRTC, else the
+ * number of the check that failed. */
+#define STAMP_SRC "stamp test source"
+
+static int in_child(int (*fn)(const char *dir), const char *dir) {
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("SPLAT_CACHE_DIR", dir, 1);
+    _exit(fn(dir));
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+/* The stamp's path in dir (the one nvrtc-*.stamp there) into path; 0 when there is none. */
+static int stamp_file(const char *dir, char *path, size_t cap) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int found = 0;
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    const size_t n = strlen(e->d_name);
+    if (!strncmp(e->d_name, "nvrtc-", 6) && n > 6 && !strcmp(e->d_name + n - 6, ".stamp")) {
+      snprintf(path, cap, "%s/%s", dir, e->d_name);
+      found = 1;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+/* The key of STAMP_SRC as 32 hex digits into hex (0), or -1. */
+static int stamp_key(char hex[33]) {
+  splat__hash128 k;
+  if (splat__kernel_cache_key(STAMP_SRC, "p", "sm_90a", &k) != SPLAT_OK) return -1;
+  splat__hash_hex(k, hex);
+  return 0;
+}
+
+/* The key dir/key.txt holds (written by child_load). */
+static int saved_key(const char *dir, char hex[33]) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/key.txt", dir);
+  FILE *f = fopen(path, "r");
+  const int ok = f && fscanf(f, "%32s", hex) == 1;
+  if (f) fclose(f);
+  return ok ? 0 : -1;
+}
+
+/* A process with no stamp: NVRTC loaded as plan creation loads it (on a thread of its own,
+ * the version unknown), then a key: the stamp is written. */
+static int child_load(const char *dir) {
+  char hex[33], path[4200];
+  if (splat__kernel_cache_version_known()) return 1;
+  splat__nvrtc_prefetch p;
+  splat__nvrtc_prefetch_begin(&p);
+  splat__nvrtc_prefetch_end(&p);
+  if (stamp_key(hex) != 0) return 77;
+  if (!splat__nvrtc_loaded()) return 2;
+  if (!stamp_file(dir, path, sizeof path)) return 3;
+  snprintf(path, sizeof path, "%s/key.txt", dir);
+  FILE *f = fopen(path, "w");
+  if (!f || fprintf(f, "%s\n", hex) < 0) return 4;
+  return fclose(f) == 0 ? 0 : 5;
+}
+
+/* A process with no stamp that computes a key: NVRTC is loaded then, and the stamp written. */
+static int child_load_direct(const char *dir) {
+  char hex[33], want[33], path[4200];
+  if (splat__kernel_cache_version_known()) return 1;
+  if (stamp_key(hex) != 0 || saved_key(dir, want) != 0 || strcmp(hex, want)) return 2;
+  if (!splat__nvrtc_loaded()) return 3;
+  return stamp_file(dir, path, sizeof path) ? 0 : 4;
+}
+
+/* A process with the stamp: the same key, NVRTC not loaded. */
+static int child_stamped(const char *dir) {
+  char hex[33], want[33];
+  if (!splat__kernel_cache_version_known()) return 1;
+  if (stamp_key(hex) != 0 || saved_key(dir, want) != 0) return 2;
+  if (strcmp(hex, want)) return 3;
+  return splat__nvrtc_loaded() ? 4 : 0;
+}
+
+/* A process whose stamp does not hold (damaged, another environment, a changed file). */
+static int child_unknown(const char *dir) {
+  (void)dir;
+  if (splat__kernel_cache_version_known()) return 1;
+  return splat__nvrtc_loaded() ? 2 : 0;
+}
+
+/* A process whose stamp names another version (12.3) of an unchanged file: that version's
+ * key, NVRTC not loaded. */
+static int child_other(const char *dir) {
+  char hex[33], want[33];
+  if (!splat__kernel_cache_version_known()) return 1;
+  if (stamp_key(hex) != 0 || saved_key(dir, want) != 0) return 2;
+  if (!strcmp(hex, want)) return 3;
+  return splat__nvrtc_loaded() ? 4 : 0;
+}
+
+/* The same process compiling: NVRTC is loaded, its version is not the stamp's, so the
+ * kernel is stored under the loaded version's key and the stamp rewritten. */
+static int child_compile(const char *dir) {
+  char kernel[64], hex[33], want[33], path[4200];
+  char *src = smoke_source("stamp", 3, kernel, sizeof kernel);
+  if (!src) return 1;
+  splat__compiled c;
+  splat__cache_hit hit;
+  const splat_status st = splat__kernel_cache_get(src, "smoke_stamp.cu", "sm_90a", &c, &hit);
+  if (st != SPLAT_OK) return 2;
+  splat__compiled_free(&c);
+  splat__hash128 k;
+  if (hit != SPLAT__CACHE_COMPILED || !splat__nvrtc_loaded()) return 3;
+  if (splat__kernel_cache_key(src, "smoke_stamp.cu", "sm_90a", &k) != SPLAT_OK) return 4;
+  free(src);
+  splat__hash_hex(k, hex);
+  snprintf(path, sizeof path, "%s/%s.cubin", dir, hex);
+  if (access(path, F_OK) != 0) return 5; /* stored under the loaded version's key */
+  if (stamp_key(hex) != 0 || saved_key(dir, want) != 0 || strcmp(hex, want)) return 6;
+  return 0;
+}
+
+/* A stamp naming file with version major.minor, as kernel_cache.c writes one, over the
+ * stamp at path. */
+static int write_stamp(const char *path, const char *file, int major, int minor) {
+  struct stat s;
+  if (stat(file, &s) != 0) return -1;
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fprintf(f, "splat nvrtc stamp 1\n%s\n%llu %llu %lld %lld.%09ld\n%d %d\n", file,
+          (unsigned long long)s.st_dev, (unsigned long long)s.st_ino, (long long)s.st_size,
+          (long long)s.st_mtim.tv_sec, (long)s.st_mtim.tv_nsec, major, minor);
+  return fclose(f);
+}
+
+/* Runs first, before anything loads NVRTC in this process. */
+static void test_nvrtc_stamp(const char *tmp) {
+  char dir[4200], stamp[4200], saved[1400], fake[4200];
+  snprintf(dir, sizeof dir, "%s/stamp", tmp);
+  CHECK(mkdir(dir, 0755) == 0);
+  int rc = in_child(child_load, dir);
+  if (rc == 77) {
+    skip("the NVRTC stamp", "no NVRTC");
+    return;
+  }
+  CHECKF(rc == 0, "a process without a stamp: check %d", rc);
+  CHECK(stamp_file(dir, stamp, sizeof stamp) && unlink(stamp) == 0);
+  rc = in_child(child_load_direct, dir);
+  CHECKF(rc == 0, "a process without a stamp, no prefetch: check %d", rc);
+  CHECK(stamp_file(dir, stamp, sizeof stamp));
+  rc = in_child(child_stamped, dir);
+  CHECKF(rc == 0, "a process with the stamp: check %d", rc);
+  rc = in_child(child_stamped, dir); /* twice: the stamp is read, not used up */
+  CHECKF(rc == 0, "again: check %d", rc);
+  /* Another environment of NVRTC's search: another stamp's name, none there. */
+  const char *home = getenv("CUDA_HOME");
+  char *cuda_home = home ? strdup(home) : NULL;
+  setenv("CUDA_HOME", "/splat-test-no-such-dir", 1);
+  rc = in_child(child_unknown, dir);
+  CHECKF(rc == 0, "another CUDA_HOME: check %d", rc);
+  if (cuda_home)
+    setenv("CUDA_HOME", cuda_home, 1);
+  else
+    unsetenv("CUDA_HOME");
+  free(cuda_home);
+  /* Damaged: cut short, or another magic. */
+  FILE *f = fopen(stamp, "r");
+  const size_t n = f ? fread(saved, 1, sizeof saved - 1, f) : 0;
+  if (f) fclose(f);
+  saved[n] = '\0';
+  CHECK(n > 20);
+  const char *bad[] = {"splat nvrtc stamp 1\n", "splat nvrtc stamp 2\n/x\n1 2 3 4.5\n13 0\n", ""};
+  for (int i = 0; i < 3; i++) {
+    f = fopen(stamp, "w");
+    CHECK(f && fputs(bad[i], f) >= 0 && fclose(f) == 0);
+    rc = in_child(child_unknown, dir);
+    CHECKF(rc == 0, "damaged stamp %d: check %d", i, rc);
+  }
+  /* Another version of a file that stays the same, then of a file that changed. */
+  snprintf(fake, sizeof fake, "%s/libnvrtc-fake.so", tmp);
+  f = fopen(fake, "w");
+  CHECK(f && fputs("not a library", f) >= 0 && fclose(f) == 0);
+  CHECK(write_stamp(stamp, fake, 12, 3) == 0);
+  rc = in_child(child_other, dir);
+  CHECKF(rc == 0, "a stamp of 12.3: check %d", rc);
+  f = fopen(fake, "a");
+  CHECK(f && fputs("!", f) >= 0 && fclose(f) == 0); /* its size changes */
+  rc = in_child(child_unknown, dir);
+  CHECKF(rc == 0, "a stamp whose file changed: check %d", rc);
+  /* A stale stamp (12.3 of an unchanged file) and a compile: the loaded version wins. */
+  CHECK(write_stamp(stamp, fake, 12, 3) == 0);
+  rc = in_child(child_compile, dir);
+  CHECKF(rc == 0, "a compile under a stale stamp: check %d", rc);
+  rc = in_child(child_stamped, dir);
+  CHECKF(rc == 0, "the rewritten stamp: check %d", rc);
+  /* `splat cache clear` removes stamps too. */
+  setenv("SPLAT_CACHE_DIR", dir, 1);
+  int64_t removed = 0;
+  CHECK(splat__cache_clear(&removed) == SPLAT_OK && removed >= 2 &&
+        !stamp_file(dir, stamp, sizeof stamp));
+  unsetenv("SPLAT_CACHE_DIR");
+  CHECK(!splat__nvrtc_loaded()); /* all of it in the children */
+}
+
 /* NVRTC loaded on a thread of its own (plan creation overlaps its dlopen): the thread runs
  * the one load, after which no thread starts; a caller then gets the version, or, where NVRTC
  * is missing, the loader's sentence on its own thread. Runs first, before anything else
@@ -2526,8 +2736,10 @@ static void test_cache(const char *tmp) {
     CHECK(write_file(junk, "keep me", 7) == 0);
     l = list_cache();
     CHECK(l.n == 3 && l.valid == 2);
+    char stamp[4200]; /* the first key of this process wrote the NVRTC stamp here */
+    CHECK(stamp_file(dir, stamp, sizeof stamp));
     CHECK(splat__cache_clear(&removed) == SPLAT_OK);
-    CHECK(removed == 3);
+    CHECK(removed == 4 && access(stamp, F_OK) != 0);
     l = list_cache();
     CHECK(l.n == 0);
     CHECK(access(junk, R_OK) == 0); /* clear removes only cache files */
@@ -2898,6 +3110,7 @@ int main(void) {
   }
   unsetenv("SPLAT_DUMP_DIR");
   double t0 = splat__now_ms();
+  test_nvrtc_stamp(tmp);
   test_nvrtc_prefetch();
   test_driver();
   test_hash();

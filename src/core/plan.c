@@ -9,6 +9,7 @@
 #include "core/timer.h"
 #include "cuda/attn_passes.h"
 #include "cuda/backend.h"
+#include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
 #include "cuda/nvrtc.h"
 
@@ -169,9 +170,11 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   if (!plan->desc.ops) plan->desc.ops = SPLAT_OPS_ALL;
   plan->seq_q = splat_pattern_seq_q(pattern);
   plan->seq_k = splat_pattern_seq_k(pattern);
-  /* A CUDA plan's kernels need NVRTC (their cache keys name its version): loaded meanwhile. */
+  /* A CUDA plan's kernels need NVRTC's version (their cache keys name it): NVRTC is loaded
+   * meanwhile unless the disk cache's stamp gives it (cuda/kernel_cache.h). */
   splat__nvrtc_prefetch nvrtc = {0};
-  if (ctx->backend == SPLAT_BACKEND_CUDA) splat__nvrtc_prefetch_begin(&nvrtc);
+  if (ctx->backend == SPLAT_BACKEND_CUDA && !splat__kernel_cache_version_known())
+    splat__nvrtc_prefetch_begin(&nvrtc);
   splat__tile_plan t192;
   memset(&t192, 0, sizeof t192);
   const int rows192 =

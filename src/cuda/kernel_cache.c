@@ -1,5 +1,6 @@
 /* kernel_cache.c — memory and disk caches of compiled kernels (see kernel_cache.h):
- * keys, the cache file format, atomic writes, validation, listing, clearing, and the
+ * keys (and the NVRTC version they name, from the disk cache's stamp where NVRTC is not
+ * loaded), the cache file format, atomic writes, validation, listing, clearing, and the
  * SPLAT_DUMP_DIR dumps. */
 #include "cuda/kernel_cache.h"
 
@@ -361,6 +362,152 @@ const char *splat__cache_hit_name(splat__cache_hit hit) {
   return "unknown";
 }
 
+/* ---------------------------------------------------------------- the keys' NVRTC version
+ * From the loaded NVRTC, else from the disk cache's stamp: nvrtc-<16 hex>.stamp, its name
+ * the hash of the variables NVRTC's search reads (nvrtc.c open_nvrtc), its text
+ *   splat nvrtc stamp 1 \n <file the loader mapped> \n <identity> \n <major> <minor> \n
+ * with the file's identity as stat(2) gives it (device, inode, size, modification time).
+ * A stamp whose file is gone or changed is not used (NVRTC is loaded and the stamp
+ * rewritten). Known once per process (ver_*), under ver_lock. */
+#define STAMP_MAGIC "splat nvrtc stamp 1"
+static pthread_mutex_t ver_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ver_known, ver_major, ver_minor;
+
+static void stamp_path(const char *dir, char *path, size_t cap) {
+  static const char *const vars[] = {"SPLAT_NVRTC_LIBRARY", "LD_LIBRARY_PATH", "CUDA_HOME",
+                                     "CUDA_PATH"};
+  splat__hash h;
+  splat__hash_init(&h);
+  splat__hash_str(&h, STAMP_MAGIC);
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    splat__hash_str(&h, vars[i]);
+    splat__hash_str(&h, v ? v : "");
+  }
+  char hex[33];
+  splat__hash_hex(splat__hash_final(&h), hex);
+  snprintf(path, cap, "%s/nvrtc-%.16s.stamp", dir, hex);
+}
+
+/* The identity of file as text (0), or -1 when it cannot be read. */
+static int file_identity(const char *file, char *buf, size_t cap) {
+  struct stat s;
+  if (!*file || stat(file, &s) != 0) return -1;
+  snprintf(buf, cap, "%llu %llu %lld %lld.%09ld", (unsigned long long)s.st_dev,
+           (unsigned long long)s.st_ino, (long long)s.st_size, (long long)s.st_mtim.tv_sec,
+           (long)s.st_mtim.tv_nsec);
+  return 0;
+}
+
+/* 1 with the stamp's version where dir holds a stamp for this environment whose file is
+ * still the one it names; else 0. */
+static int stamp_read(const char *dir, int *major, int *minor) {
+  char path[4200], text[1400], file[1100], identity[128], now[128];
+  stamp_path(dir, path, sizeof path);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  const size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  /* four lines, the second and third whole */
+  const char *l1 = strchr(text, '\n'), *l2 = l1 ? strchr(l1 + 1, '\n') : NULL;
+  const char *l3 = l2 ? strchr(l2 + 1, '\n') : NULL;
+  if (!l3 || (size_t)(l1 - text) != strlen(STAMP_MAGIC) || strncmp(text, STAMP_MAGIC, l1 - text) ||
+      (size_t)(l2 - l1 - 1) >= sizeof file || (size_t)(l3 - l2 - 1) >= sizeof identity)
+    return 0;
+  memcpy(file, l1 + 1, (size_t)(l2 - l1 - 1));
+  file[l2 - l1 - 1] = '\0';
+  memcpy(identity, l2 + 1, (size_t)(l3 - l2 - 1));
+  identity[l3 - l2 - 1] = '\0';
+  int ma = 0, mi = 0;
+  char end = 0;
+  if (sscanf(l3 + 1, "%d %d%c", &ma, &mi, &end) != 3 || end != '\n' || ma < 1 || mi < 0 ||
+      file_identity(file, now, sizeof now) != 0 || strcmp(now, identity))
+    return 0;
+  *major = ma;
+  *minor = mi;
+  return 1;
+}
+
+/* Writes dir's stamp for the loaded NVRTC (atomically, as the cache files); failures only
+ * mean the next process loads NVRTC again. */
+static void stamp_write(const char *dir, int major, int minor) {
+  const char *file = splat__nvrtc_file();
+  char identity[128], text[1400], path[4200], tmp[4200];
+  if (file_identity(file, identity, sizeof identity) != 0 || mkdir_p(dir) != 0) return;
+  const int n =
+      snprintf(text, sizeof text, "%s\n%s\n%s\n%d %d\n", STAMP_MAGIC, file, identity, major, minor);
+  if (n < 0 || (size_t)n >= sizeof text) return;
+  stamp_path(dir, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s/.tmp-nvrtc-XXXXXX", dir);
+  const int fd = mkstemp(tmp);
+  if (fd < 0) return;
+  int rc = write_all(fd, text, (size_t)n);
+  if (rc == 0) rc = fchmod(fd, 0644);
+  if (close(fd) != 0) rc = -1;
+  if (rc == 0) rc = rename(tmp, path);
+  if (rc != 0) unlink(tmp);
+}
+
+/* The version the keys name: known, else the loaded NVRTC's, else the stamp's, else NVRTC
+ * loaded now; a version from NVRTC itself is written to the stamp where the stamp does not
+ * say it already. With `probe`, loads nothing: returns SPLAT_OK and *known = 1 only where
+ * no load is needed. */
+static splat_status key_version(int probe, int *known, int *major, int *minor) {
+  splat_status st = SPLAT_OK;
+  pthread_mutex_lock(&ver_lock);
+  if (!ver_known) {
+    char dir[4096];
+    const int have_dir = splat__cache_dir(dir, sizeof dir) == SPLAT_OK;
+    int sa = 0, sb = 0;
+    const int stamped = have_dir && stamp_read(dir, &sa, &sb);
+    if (splat__nvrtc_loaded() || (!stamped && !probe)) {
+      st = splat__nvrtc_version(&ver_major, &ver_minor); /* loads NVRTC where needed */
+      ver_known = st == SPLAT_OK;
+      if (ver_known && have_dir && (!stamped || sa != ver_major || sb != ver_minor))
+        stamp_write(dir, ver_major, ver_minor);
+    } else if (stamped) {
+      ver_major = sa, ver_minor = sb, ver_known = 1;
+    }
+  }
+  if (known) *known = ver_known;
+  if (ver_known) *major = ver_major, *minor = ver_minor;
+  pthread_mutex_unlock(&ver_lock);
+  return probe ? SPLAT_OK : st;
+}
+
+/* Before a compile (NVRTC loaded then): 1 where the loaded NVRTC is not the version the keys
+ * named (a stamp that outlived a change the identity did not show), which it becomes, in
+ * the stamp too. */
+static int key_version_confirm(void) {
+  int major = 0, minor = 0, changed = 0;
+  if (splat__nvrtc_version(&major, &minor) != SPLAT_OK) return 0; /* the compile says why */
+  pthread_mutex_lock(&ver_lock);
+  if (ver_known && (major != ver_major || minor != ver_minor)) {
+    splat__log(SPLAT__LOG_INFO,
+               "kernel cache: NVRTC %d.%d is loaded where the cache's stamp named %d.%d; its "
+               "kernels are keyed by %d.%d from now",
+               major, minor, ver_major, ver_minor, major, minor);
+    ver_major = major, ver_minor = minor, changed = 1;
+    char dir[4096];
+    if (splat__cache_dir(dir, sizeof dir) == SPLAT_OK) stamp_write(dir, major, minor);
+  }
+  pthread_mutex_unlock(&ver_lock);
+  return changed;
+}
+
+int splat__kernel_cache_version_known(void) {
+  int known = 0, major, minor;
+  key_version(1, &known, &major, &minor);
+  return known;
+}
+
+void splat__kernel_cache_forget_version(void) {
+  pthread_mutex_lock(&ver_lock);
+  ver_known = 0;
+  pthread_mutex_unlock(&ver_lock);
+}
+
 splat_status splat__kernel_cache_key(const char *source, const char *program_name, const char *arch,
                                      splat__hash128 *key) {
   if (!source || !program_name || !arch || !key) {
@@ -368,7 +515,7 @@ splat_status splat__kernel_cache_key(const char *source, const char *program_nam
                        "kernel cache key: source, program_name, arch and key must not be NULL");
   }
   int major = 0, minor = 0;
-  splat_status st = splat__nvrtc_version(&major, &minor);
+  splat_status st = key_version(0, NULL, &major, &minor);
   if (st != SPLAT_OK) return st;
   char options[256];
   splat__nvrtc_options_text(arch, options, sizeof options);
@@ -511,6 +658,12 @@ splat_status splat__kernel_cache_get(const char *source, const char *program_nam
     }
   }
 
+  /* A stamp that named another NVRTC than the one compiling: the key of the one compiling. */
+  if (key_version_confirm()) {
+    st = splat__kernel_cache_key(source, program_name, arch, &key);
+    if (st != SPLAT_OK) return st;
+    splat__hash_hex(key, hex);
+  }
   st = splat__nvrtc_compile(source, program_name, arch, out);
   if (st != SPLAT_OK) {
     /* Dump what failed too: the source and the full log are what one needs. */
@@ -640,8 +793,13 @@ splat_status splat__cache_list(splat__cache_visit visit, void *user, int64_t *co
   return SPLAT_OK;
 }
 
+static int is_stamp_name(const char *name) {
+  const size_t n = strlen(name);
+  return !strncmp(name, "nvrtc-", 6) && n > 12 && !strcmp(name + n - 6, ".stamp");
+}
+
 static int is_cache_or_temp(const char *name) {
-  return is_cache_name(name) || is_temp_name(name);
+  return is_cache_name(name) || is_temp_name(name) || is_stamp_name(name);
 }
 
 splat_status splat__cache_clear(int64_t *removed) {

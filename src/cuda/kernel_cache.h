@@ -25,10 +25,25 @@ typedef enum splat__cache_hit {
 /* "compiled", "memory", "disk". */
 const char *splat__cache_hit_name(splat__cache_hit hit);
 
-/* The key of (source, program_name, arch) with the loaded NVRTC and splat's compile
- * options. SPLAT_ERR_UNSUPPORTED when NVRTC cannot be loaded. key: host. */
+/* The key of (source, program_name, arch) with the NVRTC version and splat's compile
+ * options. The version is the loaded NVRTC's; a process that has not loaded NVRTC takes it
+ * from the disk cache's stamp for its environment (nvrtc-<16 hex>.stamp: the variables
+ * NVRTC's search reads, hashed; written by the last process that loaded NVRTC with them)
+ * where the library file the stamp names is unchanged (device, inode, size, modification
+ * time), so plans whose kernels all come from the disk cache never load NVRTC (its dlopen
+ * costs ~5 ms and slowed plan creation's threads beside it: bench/NOTES.md v66); else NVRTC
+ * is loaded and the stamp written. A compile loads NVRTC, and where its version is not the
+ * stamp's the keys take the loaded one (and the stamp is rewritten). SPLAT_ERR_UNSUPPORTED
+ * when NVRTC is needed and cannot be loaded. key: host. */
 splat_status splat__kernel_cache_key(const char *source, const char *program_name, const char *arch,
                                      splat__hash128 *key);
+
+/* Whether the keys' NVRTC version is known without loading NVRTC (loaded already, or the
+ * stamp holds; then it is kept for the process): plan creation starts no NVRTC prefetch
+ * then (nvrtc.h). Loads nothing. */
+int splat__kernel_cache_version_known(void);
+/* Test hook: forgets the keys' version (the next key finds it again). */
+void splat__kernel_cache_forget_version(void);
 
 /* The CUBIN of source for arch: from memory, else disk, else compiled with
  * splat__nvrtc_compile (then stored in both). source, program_name, arch: host
@@ -64,8 +79,8 @@ typedef int (*splat__cache_visit)(const splat__cache_entry *entry, void *user);
  * A missing directory lists nothing and returns SPLAT_OK. */
 splat_status splat__cache_list(splat__cache_visit visit, void *user, int64_t *count);
 
-/* Removes every cache file and leftover temporary file of splat__cache_dir (nothing
- * else). removed: host, may be NULL. SPLAT_ERR_IO when a file cannot be removed. */
+/* Removes every cache file, NVRTC stamp and leftover temporary file of splat__cache_dir
+ * (nothing else). removed: host, may be NULL. SPLAT_ERR_IO when a file cannot be removed. */
 splat_status splat__cache_clear(int64_t *removed);
 
 /* Test hook: empties the process-wide memory cache. */

@@ -34,6 +34,7 @@ static struct {
   int major, minor;
   int ok;
   char path[512];
+  char file[1024]; /* the file the loader mapped for it ("" when it cannot tell) */
   char why[768];
 } nv;
 
@@ -116,8 +117,13 @@ static void load_nvrtc(void) {
     snprintf(nv.why, sizeof nv.why, "NVRTC at %s did not report its version", nv.path);
     return;
   }
+  void *sym;
+  memcpy(&sym, &nv.version, sizeof sym);
+  Dl_info info;
+  if (dladdr(sym, &info) && info.dli_fname) snprintf(nv.file, sizeof nv.file, "%s", info.dli_fname);
   nv.ok = 1;
-  splat__log(SPLAT__LOG_INFO, "NVRTC %d.%d loaded from %s", nv.major, nv.minor, nv.path);
+  splat__log(SPLAT__LOG_INFO, "NVRTC %d.%d loaded from %s (%s)", nv.major, nv.minor, nv.path,
+             nv.file);
   /* NVRTC stays loaded for the life of the process. */
 }
 
@@ -141,6 +147,14 @@ void splat__nvrtc_prefetch_begin(splat__nvrtc_prefetch *p) {
 void splat__nvrtc_prefetch_end(splat__nvrtc_prefetch *p) {
   if (p->started) pthread_join(p->thread, NULL);
   p->started = 0;
+}
+
+int splat__nvrtc_loaded(void) {
+  return __atomic_load_n(&nv_tried, __ATOMIC_ACQUIRE) && nv.ok;
+}
+
+const char *splat__nvrtc_file(void) {
+  return splat__nvrtc_loaded() ? nv.file : "";
 }
 
 static splat_status nvrtc_load(void) {

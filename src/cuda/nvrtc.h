@@ -40,6 +40,12 @@ void splat__nvrtc_prefetch_end(splat__nvrtc_prefetch *p);
  * cannot be loaded. major, minor: host, may be NULL. */
 splat_status splat__nvrtc_version(int *major, int *minor);
 
+/* Whether this process has loaded NVRTC (and found it usable); loads nothing. */
+int splat__nvrtc_loaded(void);
+/* The file the loader mapped for the loaded NVRTC (an absolute path where it was found by
+ * its soname); "" when NVRTC is not loaded or the loader cannot tell. */
+const char *splat__nvrtc_file(void);
+
 /* The options splat compiles with for arch, as one space-separated string (part of
  * the cache key). buf: host, cap chars. */
 void splat__nvrtc_options_text(const char *arch, char *buf, size_t cap);
