@@ -8,9 +8,11 @@
  * SPLAT_DUMP_DIR. NVRTC tests are skipped (not passed) only when NVRTC cannot be
  * loaded. On a machine with a GPU it also loads and launches the smoke kernel. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2387,14 +2389,65 @@ static int child_compile(const char *dir) {
   return 0;
 }
 
+/* Several threads compiling under a stale stamp: each kernel is stored under the key of the
+ * NVRTC that compiled it (the loaded one), whichever thread loaded it. */
+enum { STAMP_THREADS = 4 };
+static void *compile_one(void *arg) {
+  char kernel[64];
+  char *src = smoke_source("thread", (int)(intptr_t)arg, kernel, sizeof kernel);
+  splat__compiled c;
+  splat__cache_hit hit;
+  const splat_status st = src ? splat__kernel_cache_get(src, "smoke_thread.cu", "sm_90a", &c, &hit)
+                              : SPLAT_ERR_INTERNAL;
+  if (st == SPLAT_OK) splat__compiled_free(&c);
+  free(src);
+  return (void *)(intptr_t)(st == SPLAT_OK);
+}
+
+static int child_compile_threads(const char *dir) {
+  pthread_t t[STAMP_THREADS];
+  for (int i = 0; i < STAMP_THREADS; i++)
+    if (pthread_create(&t[i], NULL, compile_one, (void *)(intptr_t)(i + 10)) != 0) return 1;
+  int ok = 1;
+  for (int i = 0; i < STAMP_THREADS; i++) {
+    void *r = NULL;
+    pthread_join(t[i], &r);
+    ok &= r != NULL;
+  }
+  if (!ok || !splat__nvrtc_loaded()) return 2;
+  for (int i = 0; i < STAMP_THREADS; i++) {
+    char kernel[64], hex[33], path[4200];
+    char *src = smoke_source("thread", i + 10, kernel, sizeof kernel);
+    splat__hash128 k;
+    if (!src || splat__kernel_cache_key(src, "smoke_thread.cu", "sm_90a", &k) != SPLAT_OK) return 3;
+    free(src);
+    splat__hash_hex(k, hex);
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, hex);
+    if (access(path, F_OK) != 0) return 4 + i;
+  }
+  return 0;
+}
+
+/* A process that has mapped NVRTC itself (as torch may) under a stale stamp: the mapped
+ * one's version, NVRTC not loaded by splat. */
+static int child_mapped(const char *dir) {
+  char hex[33], want[33];
+  void *h = dlopen("libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("/usr/local/cuda/lib64/libnvrtc.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return 77;
+  if (!splat__kernel_cache_version_known()) return 1;
+  if (stamp_key(hex) != 0 || saved_key(dir, want) != 0 || strcmp(hex, want)) return 2;
+  return splat__nvrtc_loaded() ? 3 : 0;
+}
+
 /* A stamp naming file with version major.minor, as kernel_cache.c writes one, over the
  * stamp at path. */
-static int write_stamp(const char *path, const char *file, int major, int minor) {
+static int write_stamp(const char *path, const char *file, long major, long minor) {
   struct stat s;
   if (stat(file, &s) != 0) return -1;
   FILE *f = fopen(path, "w");
   if (!f) return -1;
-  fprintf(f, "splat nvrtc stamp 1\n%s\n%llu %llu %lld %lld.%09ld\n%d %d\n", file,
+  fprintf(f, "splat nvrtc stamp 1\n%s\n%llu %llu %lld %lld.%09ld\n%ld %ld\n", file,
           (unsigned long long)s.st_dev, (unsigned long long)s.st_ino, (long long)s.st_size,
           (long long)s.st_mtim.tv_sec, (long)s.st_mtim.tv_nsec, major, minor);
   return fclose(f);
@@ -2450,14 +2503,36 @@ static void test_nvrtc_stamp(const char *tmp) {
   CHECK(write_stamp(stamp, fake, 12, 3) == 0);
   rc = in_child(child_other, dir);
   CHECKF(rc == 0, "a stamp of 12.3: check %d", rc);
+  /* Versions no key names; a directory as the file. */
+  const long versions[][2] = {{2147483647, 0}, {99999999999, 0}, {13, 100}, {0, 0}, {13, -1}};
+  for (int i = 0; i < 5; i++) {
+    CHECK(write_stamp(stamp, fake, versions[i][0], versions[i][1]) == 0);
+    rc = in_child(child_unknown, dir);
+    CHECKF(rc == 0, "a stamp of version %ld %ld: check %d", versions[i][0], versions[i][1], rc);
+  }
+  CHECK(write_stamp(stamp, tmp, 13, 0) == 0);
+  rc = in_child(child_unknown, dir);
+  CHECKF(rc == 0, "a stamp naming a directory: check %d", rc);
+  /* An NVRTC the process mapped itself wins over a stale stamp. */
+  CHECK(write_stamp(stamp, fake, 12, 3) == 0);
+  rc = in_child(child_mapped, dir);
+  CHECKF(rc == 0 || rc == 77, "an NVRTC mapped beside a stale stamp: check %d", rc);
   f = fopen(fake, "a");
   CHECK(f && fputs("!", f) >= 0 && fclose(f) == 0); /* its size changes */
   rc = in_child(child_unknown, dir);
   CHECKF(rc == 0, "a stamp whose file changed: check %d", rc);
+  /* A FIFO in the stamp's place is not read (it would block). */
+  CHECK(unlink(stamp) == 0 && mkfifo(stamp, 0644) == 0);
+  rc = in_child(child_unknown, dir);
+  CHECKF(rc == 0, "a FIFO as the stamp: check %d", rc);
+  CHECK(unlink(stamp) == 0);
   /* A stale stamp (12.3 of an unchanged file) and a compile: the loaded version wins. */
   CHECK(write_stamp(stamp, fake, 12, 3) == 0);
   rc = in_child(child_compile, dir);
   CHECKF(rc == 0, "a compile under a stale stamp: check %d", rc);
+  CHECK(write_stamp(stamp, fake, 12, 3) == 0);
+  rc = in_child(child_compile_threads, dir);
+  CHECKF(rc == 0, "%d threads compiling under a stale stamp: check %d", STAMP_THREADS, rc);
   rc = in_child(child_stamped, dir);
   CHECKF(rc == 0, "the rewritten stamp: check %d", rc);
   /* `splat cache clear` removes stamps too. */
@@ -2736,10 +2811,10 @@ static void test_cache(const char *tmp) {
     CHECK(write_file(junk, "keep me", 7) == 0);
     l = list_cache();
     CHECK(l.n == 3 && l.valid == 2);
-    char stamp[4200]; /* the first key of this process wrote the NVRTC stamp here */
-    CHECK(stamp_file(dir, stamp, sizeof stamp));
+    char stamp[4200]; /* an NVRTC stamp, where a key of this process wrote one here */
+    const int stamped = stamp_file(dir, stamp, sizeof stamp);
     CHECK(splat__cache_clear(&removed) == SPLAT_OK);
-    CHECK(removed == 4 && access(stamp, F_OK) != 0);
+    CHECK(removed == 3 + stamped && !stamp_file(dir, stamp, sizeof stamp));
     l = list_cache();
     CHECK(l.n == 0);
     CHECK(access(junk, R_OK) == 0); /* clear removes only cache files */

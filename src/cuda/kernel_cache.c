@@ -232,10 +232,8 @@ static int cache_file_write(const char *dir, const char *hex, const splat__hash1
 
 /* ---------------------------------------------------------------- directories */
 
-splat_status splat__cache_dir(char *buf, size_t cap) {
-  if (!buf || cap == 0) {
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat__cache_dir: no buffer");
-  }
+/* splat__cache_dir without a message: 0, -1 (no variable names one), -2 (too long). */
+static int cache_dir_quiet(char *buf, size_t cap) {
   buf[0] = '\0';
   const char *dir = getenv("SPLAT_CACHE_DIR");
   const char *xdg = getenv("XDG_CACHE_HOME");
@@ -248,16 +246,30 @@ splat_status splat__cache_dir(char *buf, size_t cap) {
   } else if (home && *home) {
     n = snprintf(buf, cap, "%s/.cache/splat", home);
   } else {
+    return -1;
+  }
+  if (n < 0 || (size_t)n >= cap) {
+    buf[0] = '\0';
+    return -2;
+  }
+  while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
+  return 0;
+}
+
+splat_status splat__cache_dir(char *buf, size_t cap) {
+  if (!buf || cap == 0) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat__cache_dir: no buffer");
+  }
+  const int rc = cache_dir_quiet(buf, cap);
+  if (rc == -1) {
     return splat__fail(SPLAT_ERR_IO,
                        "no kernel cache directory: none of SPLAT_CACHE_DIR, XDG_CACHE_HOME and "
                        "HOME is set");
   }
-  if (n < 0 || (size_t)n >= cap) {
-    buf[0] = '\0';
+  if (rc == -2) {
     return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
                        "the kernel cache directory path is longer than %zu characters", cap - 1);
   }
-  while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
   return SPLAT_OK;
 }
 
@@ -363,15 +375,23 @@ const char *splat__cache_hit_name(splat__cache_hit hit) {
 }
 
 /* ---------------------------------------------------------------- the keys' NVRTC version
- * From the loaded NVRTC, else from the disk cache's stamp: nvrtc-<16 hex>.stamp, its name
- * the hash of the variables NVRTC's search reads (nvrtc.c open_nvrtc), its text
+ * From the NVRTC this process has mapped, else from the disk cache's stamp:
+ * nvrtc-<16 hex>.stamp, its name the hash of the variables NVRTC's search reads (nvrtc.c
+ * open_nvrtc), its text
  *   splat nvrtc stamp 1 \n <file the loader mapped> \n <identity> \n <major> <minor> \n
  * with the file's identity as stat(2) gives it (device, inode, size, modification time).
- * A stamp whose file is gone or changed is not used (NVRTC is loaded and the stamp
- * rewritten). Known once per process (ver_*), under ver_lock. */
+ * A stamp whose file is gone, changed or not a regular file is not used (NVRTC is loaded and
+ * the stamp rewritten). Known once per process: ver_state (atomic) then ver_major /
+ * ver_minor, published under ver_lock; nothing slow (a load, a file) runs under the lock. */
 #define STAMP_MAGIC "splat nvrtc stamp 1"
 static pthread_mutex_t ver_lock = PTHREAD_MUTEX_INITIALIZER;
-static int ver_known, ver_major, ver_minor;
+static int ver_state; /* 1: ver_major / ver_minor hold the keys' version */
+static int ver_major, ver_minor;
+
+/* A version the keys can name (the key hashes 1000 major + 10 minor). */
+static int version_ok(long major, long minor) {
+  return major >= 1 && major <= 999 && minor >= 0 && minor <= 99;
+}
 
 static void stamp_path(const char *dir, char *path, size_t cap) {
   static const char *const vars[] = {"SPLAT_NVRTC_LIBRARY", "LD_LIBRARY_PATH", "CUDA_HOME",
@@ -389,10 +409,10 @@ static void stamp_path(const char *dir, char *path, size_t cap) {
   snprintf(path, cap, "%s/nvrtc-%.16s.stamp", dir, hex);
 }
 
-/* The identity of file as text (0), or -1 when it cannot be read. */
+/* The identity of a regular file as text (0), or -1. */
 static int file_identity(const char *file, char *buf, size_t cap) {
   struct stat s;
-  if (!*file || stat(file, &s) != 0) return -1;
+  if (!*file || stat(file, &s) != 0 || !S_ISREG(s.st_mode)) return -1;
   snprintf(buf, cap, "%llu %llu %lld %lld.%09ld", (unsigned long long)s.st_dev,
            (unsigned long long)s.st_ino, (long long)s.st_size, (long long)s.st_mtim.tv_sec,
            (long)s.st_mtim.tv_nsec);
@@ -400,14 +420,16 @@ static int file_identity(const char *file, char *buf, size_t cap) {
 }
 
 /* 1 with the stamp's version where dir holds a stamp for this environment whose file is
- * still the one it names; else 0. */
+ * still the one it names; else 0. Reads only a regular file (never blocks on a FIFO). */
 static int stamp_read(const char *dir, int *major, int *minor) {
   char path[4200], text[1400], file[1100], identity[128], now[128];
   stamp_path(dir, path, sizeof path);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  const size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat s;
+  ssize_t n = fstat(fd, &s) == 0 && S_ISREG(s.st_mode) ? read(fd, text, sizeof text - 1) : -1;
+  close(fd);
+  if (n <= 0) return 0;
   text[n] = '\0';
   /* four lines, the second and third whole */
   const char *l1 = strchr(text, '\n'), *l2 = l1 ? strchr(l1 + 1, '\n') : NULL;
@@ -419,13 +441,17 @@ static int stamp_read(const char *dir, int *major, int *minor) {
   file[l2 - l1 - 1] = '\0';
   memcpy(identity, l2 + 1, (size_t)(l3 - l2 - 1));
   identity[l3 - l2 - 1] = '\0';
-  int ma = 0, mi = 0;
-  char end = 0;
-  if (sscanf(l3 + 1, "%d %d%c", &ma, &mi, &end) != 3 || end != '\n' || ma < 1 || mi < 0 ||
+  char *end = NULL;
+  errno = 0;
+  const long ma = strtol(l3 + 1, &end, 10);
+  if (errno || end == l3 + 1 || *end != ' ') return 0;
+  const char *p = end + 1;
+  const long mi = strtol(p, &end, 10);
+  if (errno || end == p || *end != '\n' || !version_ok(ma, mi) ||
       file_identity(file, now, sizeof now) != 0 || strcmp(now, identity))
     return 0;
-  *major = ma;
-  *minor = mi;
+  *major = (int)ma;
+  *minor = (int)mi;
   return 1;
 }
 
@@ -434,7 +460,9 @@ static int stamp_read(const char *dir, int *major, int *minor) {
 static void stamp_write(const char *dir, int major, int minor) {
   const char *file = splat__nvrtc_file();
   char identity[128], text[1400], path[4200], tmp[4200];
-  if (file_identity(file, identity, sizeof identity) != 0 || mkdir_p(dir) != 0) return;
+  if (strchr(file, '\n') || file_identity(file, identity, sizeof identity) != 0 ||
+      !version_ok(major, minor) || mkdir_p(dir) != 0)
+    return;
   const int n =
       snprintf(text, sizeof text, "%s\n%s\n%s\n%d %d\n", STAMP_MAGIC, file, identity, major, minor);
   if (n < 0 || (size_t)n >= sizeof text) return;
@@ -449,51 +477,52 @@ static void stamp_write(const char *dir, int major, int minor) {
   if (rc != 0) unlink(tmp);
 }
 
-/* The version the keys name: known, else the loaded NVRTC's, else the stamp's, else NVRTC
- * loaded now; a version from NVRTC itself is written to the stamp where the stamp does not
- * say it already. With `probe`, loads nothing: returns SPLAT_OK and *known = 1 only where
- * no load is needed. */
-static splat_status key_version(int probe, int *known, int *major, int *minor) {
-  splat_status st = SPLAT_OK;
+/* Makes major.minor the keys' version (where force, over a known one). */
+static void ver_publish(int major, int minor, int force) {
   pthread_mutex_lock(&ver_lock);
-  if (!ver_known) {
-    char dir[4096];
-    const int have_dir = splat__cache_dir(dir, sizeof dir) == SPLAT_OK;
-    int sa = 0, sb = 0;
-    const int stamped = have_dir && stamp_read(dir, &sa, &sb);
-    if (splat__nvrtc_loaded() || (!stamped && !probe)) {
-      st = splat__nvrtc_version(&ver_major, &ver_minor); /* loads NVRTC where needed */
-      ver_known = st == SPLAT_OK;
-      if (ver_known && have_dir && (!stamped || sa != ver_major || sb != ver_minor))
-        stamp_write(dir, ver_major, ver_minor);
-    } else if (stamped) {
-      ver_major = sa, ver_minor = sb, ver_known = 1;
-    }
+  if (force || !__atomic_load_n(&ver_state, __ATOMIC_ACQUIRE)) {
+    ver_major = major, ver_minor = minor;
+    __atomic_store_n(&ver_state, 1, __ATOMIC_RELEASE);
   }
-  if (known) *known = ver_known;
-  if (ver_known) *major = ver_major, *minor = ver_minor;
   pthread_mutex_unlock(&ver_lock);
-  return probe ? SPLAT_OK : st;
 }
 
-/* Before a compile (NVRTC loaded then): 1 where the loaded NVRTC is not the version the keys
- * named (a stamp that outlived a change the identity did not show), which it becomes, in
- * the stamp too. */
-static int key_version_confirm(void) {
-  int major = 0, minor = 0, changed = 0;
-  if (splat__nvrtc_version(&major, &minor) != SPLAT_OK) return 0; /* the compile says why */
+static void ver_get(int *major, int *minor) {
   pthread_mutex_lock(&ver_lock);
-  if (ver_known && (major != ver_major || minor != ver_minor)) {
-    splat__log(SPLAT__LOG_INFO,
-               "kernel cache: NVRTC %d.%d is loaded where the cache's stamp named %d.%d; its "
-               "kernels are keyed by %d.%d from now",
-               major, minor, ver_major, ver_minor, major, minor);
-    ver_major = major, ver_minor = minor, changed = 1;
-    char dir[4096];
-    if (splat__cache_dir(dir, sizeof dir) == SPLAT_OK) stamp_write(dir, major, minor);
-  }
+  *major = ver_major, *minor = ver_minor;
   pthread_mutex_unlock(&ver_lock);
-  return changed;
+}
+
+/* The version the keys name: known, else that of an NVRTC this process has mapped already
+ * (by splat or by another library: the one NVRTC's search would return), else the stamp's,
+ * else NVRTC loaded now; a version read from NVRTC is written to the stamp where the stamp
+ * does not say it already. With `probe`, loads nothing and never waits for a load: *known = 1
+ * only where no load is needed. */
+static splat_status key_version(int probe, int *known, int *major, int *minor) {
+  *known = 0;
+  if (!__atomic_load_n(&ver_state, __ATOMIC_ACQUIRE)) {
+    char dir[4096];
+    const int have_dir = cache_dir_quiet(dir, sizeof dir) == 0;
+    int sa = 0, sb = 0, ma = 0, mi = 0;
+    const int stamped = have_dir && stamp_read(dir, &sa, &sb);
+    if (splat__nvrtc_mapped(&ma, &mi)) {
+      if (have_dir && splat__nvrtc_loaded() && (!stamped || sa != ma || sb != mi))
+        stamp_write(dir, ma, mi);
+      ver_publish(ma, mi, 0);
+    } else if (stamped) {
+      ver_publish(sa, sb, 0);
+    } else if (!probe) {
+      const splat_status st = splat__nvrtc_version(&ma, &mi); /* loads NVRTC */
+      if (st != SPLAT_OK) return st;
+      if (have_dir) stamp_write(dir, ma, mi);
+      ver_publish(ma, mi, 0);
+    } else {
+      return SPLAT_OK;
+    }
+  }
+  *known = 1;
+  ver_get(major, minor);
+  return SPLAT_OK;
 }
 
 int splat__kernel_cache_version_known(void) {
@@ -504,19 +533,13 @@ int splat__kernel_cache_version_known(void) {
 
 void splat__kernel_cache_forget_version(void) {
   pthread_mutex_lock(&ver_lock);
-  ver_known = 0;
+  __atomic_store_n(&ver_state, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&ver_lock);
 }
 
-splat_status splat__kernel_cache_key(const char *source, const char *program_name, const char *arch,
-                                     splat__hash128 *key) {
-  if (!source || !program_name || !arch || !key) {
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "kernel cache key: source, program_name, arch and key must not be NULL");
-  }
-  int major = 0, minor = 0;
-  splat_status st = key_version(0, NULL, &major, &minor);
-  if (st != SPLAT_OK) return st;
+/* The key of (source, program_name, arch) for NVRTC major.minor. */
+static splat__hash128 key_for(const char *source, const char *program_name, const char *arch,
+                              int major, int minor) {
   char options[256];
   splat__nvrtc_options_text(arch, options, sizeof options);
   splat__hash h;
@@ -529,8 +552,27 @@ splat_status splat__kernel_cache_key(const char *source, const char *program_nam
   splat__hash_str(&h, arch);
   splat__hash_str(&h, program_name);
   splat__hash_str(&h, source);
-  *key = splat__hash_final(&h);
+  return splat__hash_final(&h);
+}
+
+/* The key and the NVRTC version it names. */
+static splat_status key_of(const char *source, const char *program_name, const char *arch,
+                           splat__hash128 *key, int *major, int *minor) {
+  if (!source || !program_name || !arch || !key) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "kernel cache key: source, program_name, arch and key must not be NULL");
+  }
+  int known = 0;
+  const splat_status st = key_version(0, &known, major, minor);
+  if (st != SPLAT_OK) return st;
+  *key = key_for(source, program_name, arch, *major, *minor);
   return SPLAT_OK;
+}
+
+splat_status splat__kernel_cache_key(const char *source, const char *program_name, const char *arch,
+                                     splat__hash128 *key) {
+  int major = 0, minor = 0;
+  return key_of(source, program_name, arch, key, &major, &minor);
 }
 
 static void dump_file(const char *dir, const char *base, const char *ext, const char *text) {
@@ -612,7 +654,8 @@ splat_status splat__kernel_cache_get(const char *source, const char *program_nam
   memset(out, 0, sizeof *out);
   if (hit) *hit = SPLAT__CACHE_COMPILED;
   splat__hash128 key;
-  splat_status st = splat__kernel_cache_key(source, program_name, arch, &key);
+  int kmajor = 0, kminor = 0; /* the NVRTC version the key names */
+  splat_status st = key_of(source, program_name, arch, &key, &kmajor, &kminor);
   if (st != SPLAT_OK) return st;
   char hex[33];
   splat__hash_hex(key, hex);
@@ -658,10 +701,18 @@ splat_status splat__kernel_cache_get(const char *source, const char *program_nam
     }
   }
 
-  /* A stamp that named another NVRTC than the one compiling: the key of the one compiling. */
-  if (key_version_confirm()) {
-    st = splat__kernel_cache_key(source, program_name, arch, &key);
-    if (st != SPLAT_OK) return st;
+  /* The compile loads NVRTC: where a stamp named another version than the loaded one, the
+   * kernel is keyed by the loaded one (as are the keys from now on, and the stamp). */
+  int major = 0, minor = 0;
+  if (splat__nvrtc_version(&major, &minor) == SPLAT_OK && (major != kmajor || minor != kminor)) {
+    splat__log(SPLAT__LOG_INFO,
+               "kernel cache: NVRTC %d.%d is loaded where the cache's stamp named %d.%d; its "
+               "kernels are keyed by %d.%d from now",
+               major, minor, kmajor, kminor, major, minor);
+    ver_publish(major, minor, 1);
+    char sdir[4096];
+    if (cache_dir_quiet(sdir, sizeof sdir) == 0) stamp_write(sdir, major, minor);
+    key = key_for(source, program_name, arch, major, minor);
     splat__hash_hex(key, hex);
   }
   st = splat__nvrtc_compile(source, program_name, arch, out);

@@ -60,10 +60,11 @@ static void *try_open(const char *path, char *tried, size_t cap) {
   return h;
 }
 
+static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+
 /* Search order: $SPLAT_NVRTC_LIBRARY, the sonames on the loader path, then the lib64 of
  * $CUDA_HOME, $CUDA_PATH and /usr/local/cuda (often not on the loader path). */
 static void *open_nvrtc(char *tried, size_t cap) {
-  static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
   const char *explicit_path = getenv("SPLAT_NVRTC_LIBRARY");
   void *h = NULL;
   if (explicit_path && *explicit_path && (h = try_open(explicit_path, tried, cap))) return h;
@@ -120,7 +121,9 @@ static void load_nvrtc(void) {
   void *sym;
   memcpy(&sym, &nv.version, sizeof sym);
   Dl_info info;
-  if (dladdr(sym, &info) && info.dli_fname) snprintf(nv.file, sizeof nv.file, "%s", info.dli_fname);
+  if (dladdr(sym, &info) && info.dli_fname &&
+      snprintf(nv.file, sizeof nv.file, "%s", info.dli_fname) >= (int)sizeof nv.file)
+    nv.file[0] = '\0'; /* cut short: no file rather than another one */
   nv.ok = 1;
   splat__log(SPLAT__LOG_INFO, "NVRTC %d.%d loaded from %s (%s)", nv.major, nv.minor, nv.path,
              nv.file);
@@ -155,6 +158,30 @@ int splat__nvrtc_loaded(void) {
 
 const char *splat__nvrtc_file(void) {
   return splat__nvrtc_loaded() ? nv.file : "";
+}
+
+int splat__nvrtc_mapped(int *major, int *minor) {
+  if (splat__nvrtc_loaded()) {
+    *major = nv.major, *minor = nv.minor;
+    return 1;
+  }
+  /* The names the search tries first: the explicit one, else the sonames, which the loader
+   * answers with a library of that soname where one is mapped. */
+  const char *explicit_path = getenv("SPLAT_NVRTC_LIBRARY");
+  const int one = explicit_path && *explicit_path;
+  for (int i = 0; i < (one ? 1 : 3); i++) {
+    void *h = dlopen(one ? explicit_path : sonames[i], RTLD_NOLOAD | RTLD_LAZY | RTLD_LOCAL);
+    if (!h) continue;
+    nvrtc_result (*version)(int *, int *) = NULL;
+    void *sym = dlsym(h, "nvrtcVersion");
+    memcpy(&version, &sym, sizeof sym);
+    int a = 0, b = 0;
+    const int ok = sym && version(&a, &b) == NVRTC_OK;
+    dlclose(h); /* the reference RTLD_NOLOAD took */
+    if (ok) *major = a, *minor = b;
+    return ok;
+  }
+  return 0;
 }
 
 static splat_status nvrtc_load(void) {

@@ -45,6 +45,11 @@ int splat__nvrtc_loaded(void);
 /* The file the loader mapped for the loaded NVRTC (an absolute path where it was found by
  * its soname); "" when NVRTC is not loaded or the loader cannot tell. */
 const char *splat__nvrtc_file(void);
+/* 1 with the version of the NVRTC this process has mapped where the search's first names
+ * ($SPLAT_NVRTC_LIBRARY, else the sonames) find one mapped already (loaded by splat, or by
+ * another library, as torch may: a dlopen by soname would return that one); loads nothing.
+ * Else 0. */
+int splat__nvrtc_mapped(int *major, int *minor);
 
 /* The options splat compiles with for arch, as one space-separated string (part of
  * the cache key). buf: host, cap chars. */
