@@ -531,12 +531,6 @@ int splat__kernel_cache_version_known(void) {
   return known;
 }
 
-void splat__kernel_cache_forget_version(void) {
-  pthread_mutex_lock(&ver_lock);
-  __atomic_store_n(&ver_state, 0, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&ver_lock);
-}
-
 /* The key of (source, program_name, arch) for NVRTC major.minor. */
 static splat__hash128 key_for(const char *source, const char *program_name, const char *arch,
                               int major, int minor) {

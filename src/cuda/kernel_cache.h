@@ -42,8 +42,6 @@ splat_status splat__kernel_cache_key(const char *source, const char *program_nam
  * stamp holds; then it is kept for the process): plan creation starts no NVRTC prefetch
  * then (nvrtc.h). Loads nothing. */
 int splat__kernel_cache_version_known(void);
-/* Test hook: forgets the keys' version (the next key finds it again). */
-void splat__kernel_cache_forget_version(void);
 
 /* The CUBIN of source for arch: from memory, else disk, else compiled with
  * splat__nvrtc_compile (then stored in both). source, program_name, arch: host
