@@ -82,6 +82,34 @@ def traced_call(spec, seq, head_dim, batch, heads, reps):
     return raw[: ctas * ROLES * ITEMS * EVENTS].reshape(ctas, ROLES, ITEMS, EVENTS), ms
 
 
+def signed(later, earlier):
+    """Clock differences as signed 32-bit values (either order)."""
+    d = cycles(later, earlier)
+    return d - (1 << 32) if d >= (1 << 31) else d
+
+
+def coupling(rec):
+    """Medians, over the items of consumer warpgroup 0, of when the producer issued what
+    the consumers then waited for (the two roles' clocks are one SM's): positive figures mean
+    the consumers asked before the producer issued."""
+    rows = []
+    for cta in range(rec.shape[0]):
+        c, p = rec[cta, 1], rec[cta, 0]
+        for i in range(2, ITEMS):
+            if any(x == UNSET for x in p[i]) or any(x == UNSET for x in c[i, :7]) or \
+                    c[i, 3] == UNSET or c[i - 2, 6] == UNSET:
+                continue
+            rows.append([signed(p[i, 3], c[i, 0]), signed(c[i, 1], p[i, 3]),
+                         signed(p[i, 5], c[i, 1]), signed(c[i, 2], p[i, 5]),
+                         signed(p[i, 1], c[i - 2, 6]), signed(p[i, 0], c[i - 1, 0])])
+    if rows:
+        r = np.median(np.array(rows, dtype=np.float64), axis=0)
+        names = ["Q issued - consumer asks", "Q in - Q issued", "K/V 0 issued - Q in",
+                 "K/V 0 in - K/V 0 issued", "Q buffer seen free - its epilogue done",
+                 "producer starts item - consumers start the one before"]
+        print("   coupling, median cycles: " + ", ".join(f"{n} {v:.0f}" for n, v in zip(names, r)))
+
+
 def summarise(spec, seq, head_dim, rec, ms):
     consumer, producer, spans, idle, ctas = [], [], [], 0, 0
     for cta in range(rec.shape[0]):
@@ -125,6 +153,7 @@ def summarise(spec, seq, head_dim, rec, ms):
         p = np.array(producer, dtype=np.float64)
         print("   producer, median cycles:  " +
               ", ".join(f"{n} {np.median(p[:, i]):.0f}" for i, n in enumerate(PRODUCER_STEPS)))
+        coupling(rec)
     sys.stdout.flush()
 
 
