@@ -36,7 +36,9 @@ from splat.torch import _tensor  # noqa: E402
 
 ITEMS, EVENTS, ROLES = 64, 8, 3  # kernels/attention_ws.cuh SPLAT_WS_TRACE's layout
 UNSET = 0xFFFFFFFF
-# Consumer marks 0..6 (7: the ring position after the item), producer marks 0..7.
+# Consumer marks 0..6 (7: the ring position after the item), producer marks 0..7. An item's
+# cycles run from its start to the next item's (the loop's own steps between them included;
+# a warpgroup's last traced item is left out).
 CONSUMER_STEPS = ["wait Q", "wait K/V 0", "S 0", "softmax 0", "walk", "epilogue"]
 PRODUCER_STEPS = ["wait Q buf", "row ids", "issue Q", "wait stage", "issue 1st", "hand Q",
                   "the rest"]
@@ -121,14 +123,16 @@ def summarise(spec, seq, head_dim, rec, ms):
                 continue
             spans.append(cycles(r[items[-1], 6], r[items[0], 0]))
             ring = 0
-            for i in items:
+            for x, i in enumerate(items):
                 walked = int(r[i, 7]) - ring
                 ring = int(r[i, 7])
                 if r[i, 3] == UNSET:  # the warpgroup computed none of the item's sub-tiles
                     idle += 1
                     continue
+                if x + 1 == len(items):  # an item's span runs to the next one's start
+                    continue
                 steps = [cycles(r[i, e + 1], r[i, e]) for e in range(6)]
-                consumer.append(steps + [walked, cycles(r[i, 6], r[i, 0])])
+                consumer.append(steps + [walked, cycles(r[items[x + 1], 0], r[i, 0])])
                 p = rec[cta, 0, i]
                 if role == 1 and all(x != UNSET for x in p):
                     producer.append([cycles(p[e + 1], p[e]) for e in range(7)])
