@@ -923,10 +923,7 @@ static int ref_plan(int pi, size_t si, splat_pattern **pat, splat__acsr *a, spla
 /* Frees a pattern's plan, ACSR and, when np is 2, its two passes. */
 static void free_plans(splat_pattern *p, splat__acsr *a, splat__tile_plan *t, int np,
                        splat__tile_plan pass[2], splat__acsr part[2]) {
-  for (int k = 0; np == 2 && k < 2; k++) {
-    splat__tile_plan_free(&pass[k]);
-    splat__pass_acsr_free(&part[k]);
-  }
+  if (np == 2) splat__tile_plan_passes_free(pass, part);
   splat__tile_plan_free(t);
   splat__acsr_free(a);
   splat_pattern_destroy(p);
