@@ -37,9 +37,10 @@ from splat.torch import _tensor  # noqa: E402
 ITEMS, EVENTS, ROLES = 64, 8, 3  # kernels/attention_ws.cuh SPLAT_WS_TRACE's layout
 UNSET = 0xFFFFFFFF
 # Consumer marks 0..6 (7: the ring position after the item), producer marks 0..7. An item's
-# cycles run from its start to the next item's (the loop's own steps between them included;
-# a warpgroup's last traced item is left out).
-CONSUMER_STEPS = ["wait Q", "wait K/V 0", "S 0", "softmax 0", "walk", "epilogue"]
+# cycles run from its start to the next item's: the six steps between its marks, then the
+# loop's own ("between": its mark 6 to the next item's mark 0); a warpgroup's last traced
+# item has no next and is left out.
+CONSUMER_STEPS = ["wait Q", "wait K/V 0", "S 0", "softmax 0", "walk", "epilogue", "between"]
 PRODUCER_STEPS = ["wait Q buf", "row ids", "issue Q", "wait stage", "issue 1st", "hand Q",
                   "the rest"]
 
@@ -91,15 +92,18 @@ def signed(later, earlier):
 
 
 def coupling(rec):
-    """Medians, over the items of consumer warpgroup 0, of when the producer issued what
-    the consumers then waited for (the two roles' clocks are one SM's): positive figures mean
-    the consumers asked before the producer issued."""
+    """Medians, over the items of consumer warpgroup 0, of when the producer issued what the
+    consumers then waited for (the two roles' clocks are one SM's), each a later mark less an
+    earlier one: "Q issued - consumer asks" and "K/V 0 issued - Q in" are negative where the
+    producer was ahead (the second always is: the producer hands Q over only once the item's
+    first K/V is issued, so it says how far behind the consumers were), the others how long
+    a hand-over took."""
     rows = []
     for cta in range(rec.shape[0]):
         c, p = rec[cta, 1], rec[cta, 0]
         for i in range(2, ITEMS):
-            if any(x == UNSET for x in p[i]) or any(x == UNSET for x in c[i, :7]) or \
-                    c[i, 3] == UNSET or c[i - 2, 6] == UNSET:
+            if any(v == UNSET for v in p[i]) or any(v == UNSET for v in c[i, :7]) or \
+                    c[i - 1, 0] == UNSET or c[i - 2, 6] == UNSET:
                 continue
             rows.append([signed(p[i, 3], c[i, 0]), signed(c[i, 1], p[i, 3]),
                          signed(p[i, 5], c[i, 1]), signed(c[i, 2], p[i, 5]),
@@ -113,7 +117,7 @@ def coupling(rec):
 
 
 def summarise(spec, seq, head_dim, rec, ms):
-    consumer, producer, spans, idle, ctas = [], [], [], 0, 0
+    consumer, producer, spans, idle, last, ctas = [], [], [], 0, 0, 0
     for cta in range(rec.shape[0]):
         ctas += int(rec[cta, 1, 0, 0] != UNSET)
         for role in (1, 2):
@@ -130,28 +134,35 @@ def summarise(spec, seq, head_dim, rec, ms):
                     idle += 1
                     continue
                 if x + 1 == len(items):  # an item's span runs to the next one's start
+                    last += 1
                     continue
+                nxt = items[x + 1]
                 steps = [cycles(r[i, e + 1], r[i, e]) for e in range(6)]
-                consumer.append(steps + [walked, cycles(r[items[x + 1], 0], r[i, 0])])
+                steps.append(cycles(r[nxt, 0], r[i, 6]))
+                consumer.append(steps + [walked, cycles(r[nxt, 0], r[i, 0])])
                 p = rec[cta, 0, i]
-                if role == 1 and all(x != UNSET for x in p):
+                if role == 1 and all(v != UNSET for v in p):
                     producer.append([cycles(p[e + 1], p[e]) for e in range(7)])
     if not consumer:
-        print(f"{spec:<28} {seq:>6} d{head_dim:<4} no trace (not the warp-specialised kernel?)")
+        why = ("one traced item a warpgroup: no item has a next" if last else
+               "not the warp-specialised kernel?")
+        print(f"{spec:<28} {seq:>6} d{head_dim:<4} no trace ({why})")
         return
     c = np.array(consumer, dtype=np.float64)
+    ns = len(CONSUMER_STEPS)  # c's columns: the steps, then sub-tiles walked, then the item
     mhz = np.median(spans) / (ms * 1e3)
-    total = c[:, 7].sum()
+    total = c[:, ns + 1].sum()
     print(f"{spec:<28} {seq:>6} d{head_dim:<4} {ms * 1e3:8.1f} us a call, ~{mhz:4.0f} cycles/us; "
-          f"{ctas} CTAs traced, {len(c) + idle} items of their consumer warpgroups ({idle} idle, "
-          f"left out), median {np.median(c[:, 6]):.0f} sub-tiles walked an item")
+          f"{ctas} CTAs traced, {len(c)} items of their consumer warpgroups ({idle} idle and "
+          f"{last} last of a warpgroup left out), median {np.median(c[:, ns]):.0f} sub-tiles "
+          f"walked an item")
     print("   consumers, median cycles: " +
           ", ".join(f"{n} {np.median(c[:, i]):.0f}" for i, n in enumerate(CONSUMER_STEPS)) +
-          f"; item {np.median(c[:, 7]):.0f}")
+          f"; item {np.median(c[:, ns + 1]):.0f}")
     print("   consumers, share of time: " +
           ", ".join(f"{n} {100 * c[:, i].sum() / total:.1f}%" for i, n in enumerate(CONSUMER_STEPS)))
-    if len(set(c[:, 6])) > 1:
-        per, fixed = np.polyfit(c[:, 6], c[:, 7], 1)
+    if len(set(c[:, ns])) > 1:
+        per, fixed = np.polyfit(c[:, ns], c[:, ns + 1], 1)
         print(f"   an item ~ {fixed:.0f} + {per:.0f} x sub-tiles walked (cycles, least squares)")
     if producer:
         p = np.array(producer, dtype=np.float64)
