@@ -38,6 +38,7 @@
 #include "cuda/nvrtc.h"
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
+#include "cuda/tile_tail.h"
 #include "cuda/tma_views.h"
 #include "cuda/workspace.h"
 #include "cuda/ws_tables.h"
@@ -936,6 +937,106 @@ static void square_plan(const char *spec, int64_t seq, int tile_q, splat_pattern
   CHECKF(splat_pattern_parse(spec, seq, seq, pat) == SPLAT_OK, "%s", spec);
   CHECK(splat__acsr_build(*pat, 0, a) == SPLAT_OK);
   CHECK(splat__tile_plan_build(a, tile_q, 128, t) == SPLAT_OK);
+}
+
+/* splat__tile_tail_split on 192-row plans: m tiles become 64-row parts covering the same
+ * rows with copies of their runs, the lightest (then the latest) first; the rest unchanged,
+ * and the totals those of the parts' runs. */
+static void test_tile_tail(void) {
+  static const struct {
+    const char *spec;
+    int64_t seq, m;
+  } cases[] = {{"window(95)", 4096, 1},
+               {"window(95)", 4096, 3},
+               {"dilated(64,2)", 4000, 2},
+               {"longformer(64,16)", 2000, 1},
+               {"strided(64) | window(64)", 4096, 4},
+               {"window(8)", 100, 50}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    splat_pattern *pat;
+    splat__acsr a;
+    splat__tile_plan t, u;
+    square_plan(cases[c].spec, cases[c].seq, 192, &pat, &a, &t);
+    CHECK(splat__tile_plan_build(&a, 192, 128, &u) == SPLAT_OK);
+    int64_t whole = 0; /* tiles of more than 64 rows */
+    for (int64_t i = 0; i < t.ntiles; i++) whole += t.tiles[i].nrows > 64;
+    CHECK(splat__tile_tail_split(&u, cases[c].m, 64) == SPLAT_OK);
+    const int64_t m = cases[c].m < whole ? cases[c].m : whole;
+    int64_t extra = 0, bad = 0, full = 0, pred = 0, computed = 0, runs = 0;
+    /* Each original tile's rows, in order, from u's tiles: parts follow one another. */
+    int64_t j = 0, split_max = 0, whole_min = INT64_MAX;
+    for (int64_t i = 0; i < t.ntiles && j < u.ntiles; i++) {
+      const splat__query_tile *q = &t.tiles[i];
+      int32_t rows = 0;
+      int parts = 0;
+      while (rows < q->nrows && j < u.ntiles) {
+        const splat__query_tile *p = &u.tiles[j++];
+        parts++;
+        if (p->row_begin != q->row_begin + rows || p->nruns != q->nruns) bad++;
+        for (int32_t r = 0; r < p->nruns; r++) {
+          const splat__key_run *x = &u.runs[p->run_begin + r], *y = &t.runs[q->run_begin + r];
+          if (memcmp(x, y, sizeof *x)) bad++;
+          *(x->predicate ? &pred : &full) += x->ntiles;
+          computed += (int64_t)x->ntiles * 192 * 128;
+        }
+        runs += p->nruns;
+        rows += p->nrows;
+      }
+      if (rows != q->nrows || (parts > 1 && (q->nrows <= 64 || parts != (q->nrows + 63) / 64)))
+        bad++;
+      extra += parts > 1;
+      int64_t cost = 0;
+      for (int32_t r = 0; r < q->nruns; r++) cost += t.runs[q->run_begin + r].ntiles;
+      cost *= q->nrows;
+      if (parts > 1 && cost > split_max) split_max = cost;
+      if (parts == 1 && q->nrows > 64 && cost < whole_min) whole_min = cost;
+    }
+    CHECKF(j == u.ntiles && !bad && extra == m && runs == u.nruns && full == u.full_tiles &&
+               pred == u.predicated_tiles && computed == u.computed,
+           "%s at %lld, m %lld: %lld tiles split (want %lld), %lld mismatches", cases[c].spec,
+           (long long)cases[c].seq, (long long)cases[c].m, (long long)extra, (long long)m,
+           (long long)bad);
+    /* The parts came from the lightest tiles: no unsplit tile of more than 64 rows is
+     * lighter than a split one. */
+    CHECKF(split_max <= whole_min, "%s: a split tile of cost %lld, a whole one of %lld",
+           cases[c].spec, (long long)split_max, (long long)whole_min);
+    splat__tile_plan_free(&u);
+    free_plans(pat, &a, &t, 0, NULL, NULL);
+  }
+  /* The choice: window(95) at 4096 on 192-row tiles is 21 whole tiles and one of 64 rows, 32
+   * items each (batch 2, 16 heads): 5.3 rounds of 132 CTAs, the last with 12 whole items. */
+  splat_pattern *pat;
+  splat__acsr a;
+  splat__tile_plan t;
+  square_plan("window(95)", 4096, 192, &pat, &a, &t);
+  CHECK(t.ntiles == 22 && t.tiles[21].nrows == 64);
+  const int64_t m = splat__tile_tail_choose(&t, 32, 132, 64, 0.6, 8);
+  CHECKF(m >= 1 && m <= 2, "window(95) at 4096, 132 CTAs: %lld tiles split", (long long)m);
+  /* Items in whole rounds (176 CTAs: 4 rounds), light parts that cost as much as a whole tile,
+   * or more rounds than the rule looks at: none. */
+  CHECK(splat__tile_tail_choose(&t, 32, 176, 64, 0.6, 8) == 0);
+  CHECK(splat__tile_tail_choose(&t, 32, 132, 64, 1.0, 8) == 0);
+  CHECK(splat__tile_tail_choose(&t, 32 * SPLAT__TILE_TAIL_MAX_ROUNDS, 132, 64, 0.6, 8) == 0);
+  CHECK(splat__tile_tail_choose(&t, 32, 132, 64, 0.6, 0) == 0);
+  free_plans(pat, &a, &t, 0, NULL, NULL);
+  /* SPLAT_ATTN_TAIL: unset or empty leaves it to the rule, a count forces it, junk fails. */
+  int64_t n = 0;
+  unsetenv("SPLAT_ATTN_TAIL");
+  CHECK(splat__tile_tail_env(&n) == SPLAT_OK && n == -1);
+  setenv("SPLAT_ATTN_TAIL", "", 1);
+  CHECK(splat__tile_tail_env(&n) == SPLAT_OK && n == -1);
+  setenv("SPLAT_ATTN_TAIL", "0", 1);
+  CHECK(splat__tile_tail_env(&n) == SPLAT_OK && n == 0);
+  setenv("SPLAT_ATTN_TAIL", "3", 1);
+  CHECK(splat__tile_tail_env(&n) == SPLAT_OK && n == 3);
+  static const char *const bad[] = {"-1", "two", "2x", "99999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("SPLAT_ATTN_TAIL", bad[i], 1);
+    CHECKF(splat__tile_tail_env(&n) == SPLAT_ERR_INVALID_ARGUMENT &&
+               strstr(splat_last_error(NULL), "SPLAT_ATTN_TAIL") != NULL,
+           "SPLAT_ATTN_TAIL=%s", bad[i]);
+  }
+  unsetenv("SPLAT_ATTN_TAIL");
 }
 
 /* Checks sub-tile ls of a run of group (p, d, w) from gathered index base against the
@@ -3195,6 +3296,7 @@ int main(void) {
   test_tma_view_keys();
   test_tma_serves_plan();
   test_tile_rows();
+  test_tile_tail();
   test_tma_q_view();
   test_ws_tables();
   test_workspace_pool();

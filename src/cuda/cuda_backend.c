@@ -23,6 +23,7 @@
 #include "cuda/kgen.h"
 #include "cuda/tile_rows.h"
 #include "cuda/tile_split.h"
+#include "cuda/tile_tail.h"
 #include "cuda/tma_views.h"
 #include "cuda/workspace.h"
 #include "cuda/ws_tables.h"
@@ -640,7 +641,29 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
     st = splat__kspec_for_plan(specs, &r192, plan->desc.dtype, (int)plan->desc.head_dim,
                                dev->max_smem_per_block_optin, dev->arch, 1);
   if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
-    r192.plan_ms = plan->report.plan_ms + ms;
+    /* The last round of the persistent grid's items in light ones (tile_tail.h). */
+    int64_t m = -1;
+    st = splat__tile_tail_env(&m);
+    if (st == SPLAT_OK && m < 0) {
+      const int64_t ctas =
+          (int64_t)dev->sm_count *
+          splat__kspec_ws_ctas_per_sm(&specs[SPLAT__KOP_ATTENTION], dev->max_smem_per_sm);
+      m = splat__tile_tail_choose(t192, plan->desc.batch * plan->desc.heads, ctas, 64,
+                                  SPLAT__TILE_TAIL_LIGHT, SPLAT__TILE_TAIL_MOST);
+    }
+    /* One tile keeps its 192 rows at least: the kernel chosen above stays the plan's. */
+    int64_t whole = 0;
+    for (int64_t i = 0; i < t192->ntiles; i++) whole += t192->tiles[i].nrows > 64;
+    if (m > whole - 1) m = whole - 1;
+    if (st == SPLAT_OK && m > 0) st = splat__tile_tail_split(t192, m, 64);
+    if (st == SPLAT_OK && m > 0) {
+      splat__log(SPLAT__LOG_DEBUG, "plan: %lld query tiles split into 64-row ones (the last round)",
+                 (long long)m);
+      st = splat__report_build(&plan->acsr, t192, &r192);
+    }
+  }
+  if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
+    r192.plan_ms = plan->report.plan_ms + splat__now_ms() - t0;
     splat__tile_plan_free(&plan->tiles);
     plan->tiles = *t192;
     memset(t192, 0, sizeof *t192); /* the plan's now */
