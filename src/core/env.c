@@ -1,4 +1,4 @@
-/* env.c — on/off switches read from the environment (see env.h). */
+/* env.c — switches and counts read from the environment (see env.h). */
 #include "core/env.h"
 
 #include <stdlib.h>
@@ -28,4 +28,17 @@ splat_status splat__env_switch(const char *name, const char *on_means, const cha
 splat_status splat__env_flag(const char *name, const char *on_means, const char *off_means,
                              int *on) {
   return read_switch(name, on_means, off_means, 0, on);
+}
+
+splat_status splat__env_count(const char *name, long long most, const char *means, long long unset,
+                              long long *n) {
+  const char *v = getenv(name);
+  *n = unset;
+  if (!v || !*v) return SPLAT_OK;
+  char *end = NULL;
+  const long long x = strtoll(v, &end, 10);
+  if (*end || x < 0 || x > most)
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s=%s unsupported: must be %s", name, v, means);
+  *n = x;
+  return SPLAT_OK;
 }

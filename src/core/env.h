@@ -1,4 +1,4 @@
-/* env.h — on/off switches read from the environment (SPLAT_ATTN_TMA and the like). */
+/* env.h — switches and counts read from the environment (SPLAT_ATTN_TMA and the like). */
 #ifndef SPLAT_CORE_ENV_H
 #define SPLAT_CORE_ENV_H
 
@@ -13,5 +13,11 @@ splat_status splat__env_switch(const char *name, const char *on_means, const cha
 /* As splat__env_switch, but off unless set: unset or empty sets *on = 0. */
 splat_status splat__env_flag(const char *name, const char *on_means, const char *off_means,
                              int *on);
+
+/* Reads count `name`: unset or empty sets *n = unset; an integer 0 .. most sets *n to it;
+ * anything else is SPLAT_ERR_INVALID_ARGUMENT with the sentence "NAME=value unsupported: must
+ * be means". */
+splat_status splat__env_count(const char *name, long long most, const char *means, long long unset,
+                              long long *n);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 
 static int64_t tile_ktiles(const splat_dev_tile *t, const splat_dev_run *runs) {
@@ -101,19 +102,12 @@ splat_status splat__tile_split_build(const splat_dev_tile *tiles, int64_t ntiles
 }
 
 splat_status splat__attn_split_env(int *max_ktiles) {
-  const char *v = getenv("SPLAT_ATTN_SPLIT");
-  *max_ktiles = 0;
-  if (!v || !*v) return SPLAT_OK;
-  char *end = NULL;
-  const long n = strtol(v, &end, 10);
-  if (*end || n < 0 || n > 1048576) {
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "SPLAT_ATTN_SPLIT=%s unsupported: must be 0 (no split) or the most key "
-                       "tiles of a chunk, 1 to 1048576",
-                       v);
-  }
+  long long n = 0;
+  const splat_status st =
+      splat__env_count("SPLAT_ATTN_SPLIT", 1048576,
+                       "0 (no split) or the most key tiles of a chunk, 1 to 1048576", 0, &n);
   *max_ktiles = (int)n;
-  return SPLAT_OK;
+  return st;
 }
 
 int splat__sddmm_split_ktiles(const splat_dev_tile *tiles, int64_t ntiles,

@@ -3,22 +3,18 @@
 
 #include <stdlib.h>
 
+#include "core/env.h"
 #include "core/error.h"
 
 splat_status splat__tile_tail_env(int64_t *m) {
-  const char *v = getenv("SPLAT_ATTN_TAIL");
-  *m = -1;
-  if (!v || !*v) return SPLAT_OK;
-  char *end = NULL;
-  const long long n = strtoll(v, &end, 10);
-  if (*end || n < 0 || n > 1048576) {
-    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
-                       "SPLAT_ATTN_TAIL=%s unsupported: must be the query tiles of 192 rows to "
-                       "split into tiles of 64, 0 to 1048576 (unset: as the rule decides)",
-                       v);
-  }
+  long long n = -1;
+  const splat_status st =
+      splat__env_count("SPLAT_ATTN_TAIL", 1048576,
+                       "the query tiles of 192 rows to split into tiles of 64, 0 to 1048576 "
+                       "(unset: as the rule decides)",
+                       -1, &n);
   *m = n;
-  return SPLAT_OK;
+  return st;
 }
 
 typedef struct tail_pick {
