@@ -940,8 +940,8 @@ static void square_plan(const char *spec, int64_t seq, int tile_q, splat_pattern
 }
 
 /* splat__tile_tail_split on 192-row plans: m tiles become 64-row parts covering the same
- * rows with copies of their runs, the lightest (then the latest) first; the rest unchanged,
- * and the totals those of the parts' runs. */
+ * rows with copies of their runs, the lightest (then the latest) first; the rest and the
+ * totals unchanged. */
 static void test_tile_tail(void) {
   static const struct {
     const char *spec;
@@ -962,10 +962,10 @@ static void test_tile_tail(void) {
     for (int64_t i = 0; i < t.ntiles; i++) whole += t.tiles[i].nrows > 64;
     CHECK(splat__tile_tail_split(&u, cases[c].m, 64) == SPLAT_OK);
     const int64_t m = cases[c].m < whole ? cases[c].m : whole;
-    int64_t extra = 0, bad = 0, full = 0, pred = 0, computed = 0, runs = 0;
+    int64_t extra = 0, bad = 0, runs = 0, i = 0;
     /* Each original tile's rows, in order, from u's tiles: parts follow one another. */
     int64_t j = 0, split_max = 0, whole_min = INT64_MAX;
-    for (int64_t i = 0; i < t.ntiles && j < u.ntiles; i++) {
+    for (; i < t.ntiles && j < u.ntiles; i++) {
       const splat__query_tile *q = &t.tiles[i];
       int32_t rows = 0;
       int parts = 0;
@@ -973,12 +973,8 @@ static void test_tile_tail(void) {
         const splat__query_tile *p = &u.tiles[j++];
         parts++;
         if (p->row_begin != q->row_begin + rows || p->nruns != q->nruns) bad++;
-        for (int32_t r = 0; r < p->nruns; r++) {
-          const splat__key_run *x = &u.runs[p->run_begin + r], *y = &t.runs[q->run_begin + r];
-          if (memcmp(x, y, sizeof *x)) bad++;
-          *(x->predicate ? &pred : &full) += x->ntiles;
-          computed += (int64_t)x->ntiles * 192 * 128;
-        }
+        for (int32_t r = 0; r < p->nruns; r++)
+          if (memcmp(&u.runs[p->run_begin + r], &t.runs[q->run_begin + r], sizeof *u.runs)) bad++;
         runs += p->nruns;
         rows += p->nrows;
       }
@@ -991,8 +987,9 @@ static void test_tile_tail(void) {
       if (parts > 1 && cost > split_max) split_max = cost;
       if (parts == 1 && q->nrows > 64 && cost < whole_min) whole_min = cost;
     }
-    CHECKF(j == u.ntiles && !bad && extra == m && runs == u.nruns && full == u.full_tiles &&
-               pred == u.predicated_tiles && computed == u.computed,
+    CHECKF(i == t.ntiles && j == u.ntiles && !bad && extra == m && runs == u.nruns &&
+               u.full_tiles == t.full_tiles && u.predicated_tiles == t.predicated_tiles &&
+               u.computed == t.computed,
            "%s at %lld, m %lld: %lld tiles split (want %lld), %lld mismatches", cases[c].spec,
            (long long)cases[c].seq, (long long)cases[c].m, (long long)extra, (long long)m,
            (long long)bad);
@@ -1003,6 +1000,17 @@ static void test_tile_tail(void) {
     splat__tile_plan_free(&u);
     free_plans(pat, &a, &t, 0, NULL, NULL);
   }
+  /* The cap keeps a tile of more than 128 rows whole, whatever the lightest are: a plan of
+   * tiles of 192 rows x 1 key tile, 100 x 10 and 40 x 10 may split none (splitting its
+   * lightest, the 192-row one, would leave 100 rows at most); with a second 192-row tile, one. */
+  splat__key_run kr[3] = {{{0, 1, 1}, 0, 1, 0}, {{0, 1, 1}, 0, 10, 1}, {{0, 1, 1}, 0, 10, 1}};
+  splat__query_tile qt[4] = {{0, 192, 0, 1}, {192, 100, 1, 1}, {292, 40, 2, 1}, {332, 192, 0, 1}};
+  splat__tile_plan h = {192, 128, NULL, 0, 524, qt, 3, kr, 3, 1, 20, 0};
+  CHECK(splat__tile_tail_cap(&h, 1, 128) == 0 && splat__tile_tail_cap(&h, 5, 64) == 1);
+  h.ntiles = 4;
+  CHECK(splat__tile_tail_cap(&h, 1, 128) == 1 && splat__tile_tail_cap(&h, 0, 128) == 0);
+  h.ntiles = 0;
+  CHECK(splat__tile_tail_cap(&h, 3, 128) == 0);
   /* The choice: window(95) at 4096 on 192-row tiles is 21 whole tiles and one of 64 rows, 32
    * items each (batch 2, 16 heads): 5.3 rounds of 132 CTAs, the last with 12 whole items. */
   splat_pattern *pat;

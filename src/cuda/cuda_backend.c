@@ -631,7 +631,6 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
   int take = 0;
   splat__tile_rows_choose_built(&plan->acsr, &plan->tiles, plan->seq_k, &plan->desc, dev->sm_count,
                                 0, t192, &take);
-  const double ms = splat__now_ms() - t0;
   splat_report r192 = plan->report; /* the fields the report does not build: the analysis's */
   splat_status st = take ? splat__report_build(&plan->acsr, t192, &r192) : SPLAT_OK;
   /* Only where the kernel is the one the rule measured: three consumer warpgroups (not the
@@ -643,7 +642,10 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
   if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
     /* The last round of the persistent grid's items in light ones (tile_tail.h). */
     int64_t m = -1;
+    int persistent = 1; /* one CTA an item has no last round */
     st = splat__tile_tail_env(&m);
+    if (st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
+    if (st == SPLAT_OK && m < 0 && !persistent) m = 0;
     if (st == SPLAT_OK && m < 0) {
       const int64_t ctas =
           (int64_t)dev->sm_count *
@@ -651,10 +653,8 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
       m = splat__tile_tail_choose(t192, plan->desc.batch * plan->desc.heads, ctas, 64,
                                   SPLAT__TILE_TAIL_LIGHT, SPLAT__TILE_TAIL_MOST);
     }
-    /* One tile keeps its 192 rows at least: the kernel chosen above stays the plan's. */
-    int64_t whole = 0;
-    for (int64_t i = 0; i < t192->ntiles; i++) whole += t192->tiles[i].nrows > 64;
-    if (m > whole - 1) m = whole - 1;
+    /* A tile of more than 128 rows stays whole: the kernel chosen above stays the plan's. */
+    m = splat__tile_tail_cap(t192, m, 128);
     if (st == SPLAT_OK && m > 0) st = splat__tile_tail_split(t192, m, 64);
     if (st == SPLAT_OK && m > 0) {
       splat__log(SPLAT__LOG_DEBUG, "plan: %lld query tiles split into 64-row ones (the last round)",
@@ -672,7 +672,7 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
     return SPLAT_OK;
   }
   if (take) splat__tile_plan_free(t192);
-  plan->report.plan_ms += ms;
+  plan->report.plan_ms += splat__now_ms() - t0;
   return st;
 }
 

@@ -74,14 +74,7 @@ splat_status splat__tile_tail_split(splat__tile_plan *t, int64_t m, int rows) {
     for (int32_t r0 = 0; r0 < q.nrows; r0 += step) {
       splat__query_tile part = {q.row_begin + r0, q.nrows - r0 < step ? q.nrows - r0 : step, nr,
                                 q.nruns};
-      for (int32_t r = 0; r < q.nruns; r++) {
-        const splat__key_run k = t->runs[q.run_begin + r];
-        runs[nr++] = k;
-        if (r0 == 0) continue; /* a part after the first: its copies add to the totals */
-        int64_t *count = k.predicate ? &t->predicated_tiles : &t->full_tiles;
-        *count += k.ntiles;
-        t->computed += (int64_t)k.ntiles * t->tile_q * t->tile_k;
-      }
+      for (int32_t r = 0; r < q.nruns; r++) runs[nr++] = t->runs[q.run_begin + r];
       tiles[nt++] = part;
     }
   }
@@ -105,7 +98,8 @@ typedef struct tail_tile {
 static int cmp_heavy(const void *pa, const void *pb) {
   const tail_tile *a = pa, *b = pb;
   const int64_t x = a->ktiles * a->nrows, y = b->ktiles * b->nrows;
-  return x > y ? -1 : x < y;
+  if (x != y) return x > y ? -1 : 1;
+  return a->nrows > b->nrows ? -1 : a->nrows < b->nrows; /* ties: whole tiles first */
 }
 
 /* The last CTA's finish, items cost key tiles (light times that for tiles of `rows` rows or
@@ -165,4 +159,10 @@ int64_t splat__tile_tail_choose(const splat__tile_plan *t, int64_t bh, int64_t c
   free(tiles);
   free(load);
   return best;
+}
+
+int64_t splat__tile_tail_cap(const splat__tile_plan *t, int64_t m, int keep) {
+  int64_t over = 0;
+  for (int64_t i = 0; i < t->ntiles; i++) over += t->tiles[i].nrows > keep;
+  return m < over - 1 ? m : over > 0 ? over - 1 : 0;
 }

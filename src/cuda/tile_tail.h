@@ -16,8 +16,9 @@
  * later of equal ones first) into tiles of `rows` rows, each with its own copy of the
  * tile's key runs (a run's interval table describes its own tile's rows). The plan's tile
  * and run arrays are replaced (runs in tile order); its counts of full and predicated key
- * tiles and computed elements follow. m larger than the tiles that qualify splits all of
- * them. */
+ * tiles and computed elements stay those of the tiles before the split (the same rows meet
+ * the same key tiles; the copies would triple them, and plan choices compare `computed`).
+ * m larger than the tiles that qualify splits all of them. */
 splat_status splat__tile_tail_split(splat__tile_plan *t, int64_t m, int rows);
 
 /* A part's item against its whole tile's, and the most tiles the plan splits (H100, bf16,
@@ -28,6 +29,10 @@ splat_status splat__tile_tail_split(splat__tile_plan *t, int64_t m, int rows);
  * cost); with at most one tile split it only decides whether one pays. */
 #define SPLAT__TILE_TAIL_LIGHT 0.8
 #define SPLAT__TILE_TAIL_MOST 1
+
+/* m, or less so that at least one tile of more than `keep` rows stays whole (the kernel of
+ * three consumer warpgroups needs a tile of more than 128: kgen.c). */
+int64_t splat__tile_tail_cap(const splat__tile_plan *t, int64_t m, int keep);
 
 /* SPLAT_ATTN_TAIL: unset or empty, *m = -1 (splat__tile_tail_choose decides); N >= 0 splits
  * N tiles (0: none); anything else is SPLAT_ERR_INVALID_ARGUMENT with a sentence. */
