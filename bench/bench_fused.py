@@ -13,7 +13,7 @@ runs, in one process on the same inputs:
            2 GB mask
   unfused  splat's R-SDDMM, softmax and R-SpMM through the C library on torch memory
   splat-sync, splat-sync-wg2, splat-wg1, splat-wg2, splat-wg3, splat-item, splat-gather,
-  splat-split, splat-1pass, splat-kt64, splat-part
+  splat-split, splat-1pass, splat-kt64, splat-part, splat-notail
            (opt-in: --peers ...,splat-sync) splat under a kernel option, against the
            default in one process: SPLAT_ATTN_WS=0 (the wgmma kernel without warp
            specialisation; with SPLAT_ATTN_WARPGROUPS=2), SPLAT_ATTN_WARPGROUPS=1 (one
@@ -22,7 +22,8 @@ runs, in one process on the same inputs:
            item), SPLAT_ATTN_TMA=0 (every key sub-tile gathered by cp.async),
            SPLAT_ATTN_SPLIT=32, SPLAT_ATTN_PASSES=0 (always one pass), SPLAT_ATTN_KT=64
            (64-key sub-tiles at head_dim 64), SPLAT_ATTN_SPLIT=1048576 (nothing is split,
-           but the plan compiles the "_split" kernel: the plain kernel against it)
+           but the plan compiles the "_split" kernel: the plain kernel against it),
+           SPLAT_ATTN_TAIL=0 (no 192-row tile split into 64-row ones for the last round)
 and prints a table per case, a summary (geomean speedup over FlexAttention, dilated
 and strided against the window with the same nnz, run beside them and left out of the
 geomean, and against window(256)), JSON lines and a PNG plot of useful TFLOP/s.
@@ -101,6 +102,7 @@ VARIANT_ENV = {
     "splat-1pass": {"SPLAT_ATTN_PASSES": "0"},
     "splat-kt64": {"SPLAT_ATTN_KT": "64"},
     "splat-part": {"SPLAT_ATTN_SPLIT": "1048576"},
+    "splat-notail": {"SPLAT_ATTN_TAIL": "0"},
 }
 EXTRA_PEERS = list(VARIANT_ENV)
 HEADS = 16
