@@ -625,6 +625,34 @@ int splat__cuda_plan_tries_rows192(const splat_plan *plan) {
   return splat__tile_rows_try(&plan->desc, plan->ctx->cuda->dev.arch);
 }
 
+/* The last round of the persistent grid's items in light ones (tile_tail.h): splits tiles of
+ * the 192-row plan t192 of the three-warpgroup kernel `attn` as SPLAT_ATTN_TAIL or the rule
+ * says, and rebuilds its report r192 where it did. */
+static splat_status split_last_round(const splat_plan *plan, const splat__kspec *attn,
+                                     splat__tile_plan *t192, splat_report *r192) {
+  const splat__cuda_device *dev = &plan->ctx->cuda->dev;
+  int64_t m = -1;
+  int persistent = 1; /* one CTA an item has no last round */
+  splat_status st = splat__tile_tail_env(&m);
+  if (st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
+  if (st != SPLAT_OK) return st;
+  if (m < 0 && !persistent) m = 0;
+  if (m < 0) {
+    const int64_t ctas =
+        (int64_t)dev->sm_count * splat__kspec_ws_ctas_per_sm(attn, dev->max_smem_per_sm);
+    m = splat__tile_tail_choose(t192, plan->desc.batch * plan->desc.heads, ctas, 64,
+                                SPLAT__TILE_TAIL_LIGHT, SPLAT__TILE_TAIL_MOST);
+  }
+  /* A tile of more than 128 rows stays whole: the kernel chosen stays the plan's. */
+  m = splat__tile_tail_cap(t192, m, 128);
+  if (m <= 0) return SPLAT_OK;
+  st = splat__tile_tail_split(t192, m, 64);
+  if (st != SPLAT_OK) return st;
+  splat__log(SPLAT__LOG_DEBUG, "plan: %lld query tiles split into 64-row ones (the last round)",
+             (long long)m);
+  return splat__report_build(&plan->acsr, t192, r192);
+}
+
 splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192) {
   const splat__cuda_device *dev = &plan->ctx->cuda->dev;
   const double t0 = splat__now_ms();
@@ -639,29 +667,8 @@ splat_status splat__cuda_plan_tile_rows(splat_plan *plan, splat__tile_plan *t192
   if (st == SPLAT_OK && take)
     st = splat__kspec_for_plan(specs, &r192, plan->desc.dtype, (int)plan->desc.head_dim,
                                dev->max_smem_per_block_optin, dev->arch, 1);
-  if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
-    /* The last round of the persistent grid's items in light ones (tile_tail.h). */
-    int64_t m = -1;
-    int persistent = 1; /* one CTA an item has no last round */
-    st = splat__tile_tail_env(&m);
-    if (st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
-    if (st == SPLAT_OK && m < 0 && !persistent) m = 0;
-    if (st == SPLAT_OK && m < 0) {
-      const int64_t ctas =
-          (int64_t)dev->sm_count *
-          splat__kspec_ws_ctas_per_sm(&specs[SPLAT__KOP_ATTENTION], dev->max_smem_per_sm);
-      m = splat__tile_tail_choose(t192, plan->desc.batch * plan->desc.heads, ctas, 64,
-                                  SPLAT__TILE_TAIL_LIGHT, SPLAT__TILE_TAIL_MOST);
-    }
-    /* A tile of more than 128 rows stays whole: the kernel chosen above stays the plan's. */
-    m = splat__tile_tail_cap(t192, m, 128);
-    if (st == SPLAT_OK && m > 0) st = splat__tile_tail_split(t192, m, 64);
-    if (st == SPLAT_OK && m > 0) {
-      splat__log(SPLAT__LOG_DEBUG, "plan: %lld query tiles split into 64-row ones (the last round)",
-                 (long long)m);
-      st = splat__report_build(&plan->acsr, t192, &r192);
-    }
-  }
+  if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12)
+    st = split_last_round(plan, &specs[SPLAT__KOP_ATTENTION], t192, &r192);
   if (st == SPLAT_OK && take && specs[SPLAT__KOP_ATTENTION].warps == 12) {
     r192.plan_ms = plan->report.plan_ms + splat__now_ms() - t0;
     splat__tile_plan_free(&plan->tiles);
