@@ -4,9 +4,8 @@
  * takes the irregular remainder.
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 32 .. 64, or 72 .. 128 with two consumer
- * warpgroups, as 64 or 128 columns: SPLAT_DP; 136 .. 192 as 192; or 200 .. 256 as 256
- * with one): a
- * persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
+ * warpgroups, as 64 or 128 columns: SPLAT_DP; 136 .. 192 as 192, 200 .. 256 as 256, with
+ * one or two): a persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
  * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
  * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
  * warpgroups of 64 query rows each (three on 192-row tiles at head_dim 32 .. 64, whose
@@ -15,9 +14,9 @@
  *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the
  *     consumers never decode items or read the plan's tiles) and Q (by TMA where the
  *     item's rows step evenly by the pattern's row stride, P.pat.qstride; else cp.async)
- *     into one of
- *     two buffers (full and empty mbarriers per buffer: it loads item k+1 while the
- *     consumers finish item k); after the last item, a record with no rows ends the walk;
+ *     into one of two buffers (full and empty mbarriers per buffer: it loads item k+1 while
+ *     the consumers finish item k; one buffer with two consumer warpgroups at 256 columns,
+ *     SPLAT_QBUFS); after the last item, a record with no rows ends the walk;
  *     then every sub-tile (SPLAT_KT keys: 64, or 128 at 64 columns) of the tile's key runs
  *     into a ring of SPLAT_STAGES K/V stages guarded by "full" and "empty" mbarriers, the
  *     ring running on across items. A sub-tile whose run has a TMA view (P.kmap/vmap, one
@@ -116,10 +115,9 @@ static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
  * head_dim, whose products are zero in S and dropped from O). */
 #define SPLAT_DP \
   (SPLAT_HEAD_DIM <= 64 ? 64 : SPLAT_HEAD_DIM <= 128 ? 128 : SPLAT_HEAD_DIM <= 192 ? 192 : 256)
-static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
-              "the warp-specialised attention kernel takes head_dim 32 .. 192 (a multiple of "
-              "8), or up to 256 with one consumer warpgroup (its O alone is 128 registers a "
-              "thread)");
+static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 128 || SPLAT_WGS <= 2),
+              "the warp-specialised attention kernel takes head_dim 32 .. 256 (a multiple of "
+              "8), above 128 with one or two consumer warpgroups");
 #define SPLAT_JH (SPLAT_HEAD_DIM / 8) /* 8-column blocks of O within head_dim */
 #define SPLAT_CHUNKS (SPLAT_DP / 8)
 #define SPLAT_NS (SPLAT_KT / 2) /* S accumulator registers per thread */
@@ -130,7 +128,7 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
  * with one); setmaxnreg takes the producer down to 80 (32 with three, without the gather)
  * and the consumers up to what the CTA's pool then allows: 160 each of three, 208 each of
  * two, 176 for one. The producer only issues copies (the interval
- * tables come from the plan), and compiles without spills at 80 (4-16 bytes at 72); it needed ~120
+ * tables come from the plan), and compiles without spills at 80 (4-20 bytes at 72); it needed ~120
  * when it built the tables (104 and 112 with one consumer warpgroup, beside 152 / 144;
  * bench/NOTES.md v44, v51, v55). One consumer warpgroup above 128 columns: one CTA an SM (its
  * stages fill the shared memory), whose 256 threads get the most a thread can have (255 registers)
@@ -139,6 +137,11 @@ static_assert(SPLAT_HEAD_DIM % 8 == 0 && (SPLAT_DP <= 192 || SPLAT_WGS == 1),
 #define SPLAT_WS_REG_SPLIT (SPLAT_WGS > 1 || SPLAT_DP <= 128)
 #define SPLAT_PRODUCER_REGS (SPLAT_WGS == 3 ? 32 : 80)
 #define SPLAT_CONSUMER_REGS (SPLAT_WGS == 1 ? 176 : SPLAT_WGS == 2 ? 208 : 160)
+/* Q buffers: two (the producer loads item k + 1's Q while the consumers finish item k), one
+ * with two consumer warpgroups at 256 columns (two of 64 KB do not fit beside two K/V stages
+ * of 64 KB: FlashAttention-3's shape at head_dim 256; the next item's Q then loads after the
+ * epilogue, which stages O in the buffer). kgen.c splat__kspec_ws_qbufs says the same. */
+#define SPLAT_QBUFS (SPLAT_DP == 256 && SPLAT_WGS > 1 ? 1 : 2)
 static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
                   (65536 / (SPLAT_THREADS * SPLAT_MIN_CTAS)) / 8 * 8 * (SPLAT_WGS + 1),
               "setmaxnreg: the warpgroups' registers exceed the CTA's pool");
@@ -155,15 +158,17 @@ static_assert(SPLAT_PRODUCER_REGS + SPLAT_WGS * SPLAT_CONSUMER_REGS <=
  * were 0.5-1.5% slower than unstaged (v9.7); by cp.async, 2-5% faster (v20). */
 #define SPLAT_WS_TAB SPLAT_WS_TABLE_BYTES(SPLAT_TQ, SPLAT_MAX_SEGS) /* a table record */
 static_assert(sizeof(splat_ival) == 16 && SPLAT_WS_TAB % 16 == 0 &&
-                  (2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) +
-                   8 * (2 * SPLAT_STAGES + 4)) %
+                  (SPLAT_QBUFS * SPLAT_TILE_BYTES(SPLAT_TQ) +
+                   2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) +
+                   8 * (2 * SPLAT_STAGES + 2 * SPLAT_QBUFS)) %
                           16 ==
                       0,
               "the interval tables' layout (params.cuh): whole 16-byte records at a 16-byte "
               "aligned offset from the 1024-aligned base, as a bulk copy needs");
 #define SPLAT_WS_SMEM_BASE                                                                 \
-  (1024 + 2 * SPLAT_TILE_BYTES(SPLAT_TQ) + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + \
-   8 * (2 * SPLAT_STAGES + 4) + SPLAT_STAGES * SPLAT_WS_TAB + 2 * SPLAT_TQ * 4 + 2 * 48)
+  (1024 + SPLAT_QBUFS * SPLAT_TILE_BYTES(SPLAT_TQ) +                                       \
+   2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT) + 8 * (2 * SPLAT_STAGES + 2 * SPLAT_QBUFS) + \
+   SPLAT_STAGES * SPLAT_WS_TAB + SPLAT_QBUFS * (SPLAT_TQ * 4 + 48))
 /* The staged rows' barriers, one a consumer warpgroup, in whole 16-byte units. */
 #define SPLAT_WS_PFULL_BYTES (SPLAT_WGS == 3 ? 32 : 16)
 #define SPLAT_WS_STAGED_BYTES (SPLAT_WS_PFULL_BYTES + SPLAT_TQ * SPLAT_ROWPART_COPY)
@@ -379,16 +384,16 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   /* Swizzled tiles need 1024-byte alignment of their shared addresses. */
   const uint32_t base_addr = splat_smem_addr(splat_smem);
   unsigned char *sbase = splat_smem + (((base_addr + 1023u) & ~1023u) - base_addr);
-  unsigned char *sQ = sbase; /* two buffers: item k uses buffer k % 2 */
-  unsigned char *sKV = sQ + 2 * SPLAT_TILE_BYTES(SPLAT_TQ); /* stage s: K tile, then V tile */
+  unsigned char *sQ = sbase; /* QBUFS buffers: item k uses buffer k % QBUFS */
+  unsigned char *sKV = sQ + SPLAT_QBUFS * SPLAT_TILE_BYTES(SPLAT_TQ); /* stage s: K, then V */
   uint64_t *full = (uint64_t *)(sKV + 2 * SPLAT_STAGES * SPLAT_TILE_BYTES(SPLAT_KT));
   uint64_t *empty = full + SPLAT_STAGES;
-  uint64_t *qfull = empty + SPLAT_STAGES; /* [2]: Q and row ids of buffer b are in */
-  uint64_t *qempty = qfull + 2;           /* [2]: the consumers are done with buffer b */
-  unsigned char *sTab = (unsigned char *)(qempty + 2);      /* [STAGES] table records */
-  int *sRows = (int *)(sTab + SPLAT_STAGES * SPLAT_WS_TAB); /* [2][TQ] original rows of the items */
-  splat_ws_task *sTask = (splat_ws_task *)(sRows + 2 * SPLAT_TQ); /* [2] the items */
-  uint64_t *pfull = (uint64_t *)(sTask + 2); /* [WGS] (SPLAT_WS_STAGED): the rows' copies are in */
+  uint64_t *qfull = empty + SPLAT_STAGES;   /* [QBUFS]: Q and row ids of buffer b are in */
+  uint64_t *qempty = qfull + SPLAT_QBUFS;   /* [QBUFS]: the consumers are done with buffer b */
+  unsigned char *sTab = (unsigned char *)(qempty + SPLAT_QBUFS); /* [STAGES] table records */
+  int *sRows = (int *)(sTab + SPLAT_STAGES * SPLAT_WS_TAB); /* [QBUFS][TQ] the items' rows */
+  splat_ws_task *sTask = (splat_ws_task *)(sRows + SPLAT_QBUFS * SPLAT_TQ); /* [QBUFS] items */
+  uint64_t *pfull = (uint64_t *)(sTask + SPLAT_QBUFS); /* [WGS] (STAGED): the rows' copies are in */
   unsigned char *sStaged = (unsigned char *)pfull + SPLAT_WS_PFULL_BYTES; /* [TQ][COPY] (STAGED) */
 
   if (threadIdx.x == 0) {
@@ -396,7 +401,7 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       splat_mbar_init(&full[s], 128);              /* every producer thread arrives */
       splat_mbar_init(&empty[s], 128 * SPLAT_WGS); /* every consumer thread arrives */
     }
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < SPLAT_QBUFS; b++) {
       splat_mbar_init(&qfull[b], 128);
       splat_mbar_init(&qempty[b], 128 * SPLAT_WGS);
     }
@@ -450,11 +455,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       const int nrows = it.nrows;
       const int64_t b = it.b, h = it.h, hk = h / P.shape.heads_per_kv;
       const int64_t ko = splat_off(P.k, b, hk, 0), vo = splat_off(P.v, b, hk, 0);
-      /* Q and the row ids into buffer k % 2, once the consumers are done with item k - 2. */
-      const int qb = (int)(k & 1u);
+      /* Q and the row ids into buffer k % QBUFS, once the consumers are done with item
+       * k - QBUFS. */
+      const int qb = (int)(k % SPLAT_QBUFS);
       int *sRow = sRows + qb * SPLAT_TQ;
       unsigned char *sQb = sQ + qb * SPLAT_TILE_BYTES(SPLAT_TQ);
-      splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
+      splat_mbar_wait(&qempty[qb], ((k / SPLAT_QBUFS) & 1u) ^ 1u);
       SPLAT_WS_MARK(0, k, 1); /* trace: its Q buffer is free */
       /* Q by TMA for items whose rows step by the pattern's stride (qstride: 1 for
        * consecutive rows, a phase class's stride for regrouped ones) within the rows its
@@ -589,8 +595,8 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       if (q_pending) finish_q();
     }
     /* The end of the walk: a task with no rows. */
-    const int qb = (int)(k & 1u);
-    splat_mbar_wait(&qempty[qb], ((k >> 1) & 1u) ^ 1u);
+    const int qb = (int)(k % SPLAT_QBUFS);
+    splat_mbar_wait(&qempty[qb], ((k / SPLAT_QBUFS) & 1u) ^ 1u);
     if (threadIdx.x == 0) sTask[qb].a = make_int4(0, 0, 0, -1);
     splat_mbar_arrive(&qfull[qb]);
     return;
@@ -623,12 +629,12 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
   const uint64_t vdesc0 = splat_wgmma_desc_mn<SPLAT_KT>(kv_addr + SPLAT_TILE_BYTES(SPLAT_KT), 0);
   uint32_t n = 0, R = 0, k = 0;
   for (;;) {
-    const int qb = (int)(k & 1u);
+    const int qb = (int)(k % SPLAT_QBUFS);
     const int *sRow = sRows + qb * SPLAT_TQ;
     const uint64_t qdesc = splat_wgmma_desc_k<SPLAT_TQ>(
         splat_smem_addr(sQ) + (uint32_t)(qb * SPLAT_TILE_BYTES(SPLAT_TQ)) + cw * 64 * 128, 0);
     SPLAT_WS_MARK(wg, k, 0); /* trace: the warpgroup waits for the next item */
-    splat_mbar_wait(&qfull[qb], (k >> 1) & 1u);
+    splat_mbar_wait(&qfull[qb], (k / SPLAT_QBUFS) & 1u);
     SPLAT_WS_MARK(wg, k, 1); /* trace: its Q is in */
     const int4 ta = sTask[qb].a;
     const int nruns = ta.x, nrows = ta.y;
@@ -780,14 +786,14 @@ extern "C" __global__ void __launch_bounds__(SPLAT_THREADS, SPLAT_MIN_CTAS)
       }
       splat_attn_softmax_step<SPLAT_KT / 8>(s, m, l, alpha, c);
     };
-    /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). At 192 columns
-     * with two warpgroups (200 registers a consumer then), and with three warpgroups (160),
+    /* S = Q K^T on the K tile whose descriptor is kdesc (as issue_pv_on). At 192 and 256
+     * columns with two warpgroups (208 registers a consumer then), and with three (160),
      * Q's descriptor comes through an opaque copy at each call: otherwise the compiler keeps
      * every k16 step's descriptor in registers over the walk (24 of them at 192 columns; f16's
      * pass 1 then spilled; three warpgroups spilled 44 bytes). */
     auto issue_s_on = [&](float(&s)[SPLAT_NS], uint64_t kdesc) {
       const uint64_t qd =
-          (SPLAT_DP == 192 && SPLAT_WGS > 1) || SPLAT_WGS == 3 ? splat_opaque(qdesc) : qdesc;
+          (SPLAT_DP >= 192 && SPLAT_WGS > 1) || SPLAT_WGS == 3 ? splat_opaque(qdesc) : qdesc;
 #pragma unroll
       for (int kk = 0; kk < (SPLAT_HEAD_DIM + 15) / 16; kk++) { /* not the zero columns */
         splat_wgmma_ss<SPLAT_DT, SPLAT_KT>(

@@ -376,15 +376,45 @@ static void test_kernel_choice(void) {
   splat__kspec_plan(sp, SPLAT_BF16, 64, 8, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
   CHECK(a->wgmma == WS && splat__kspec_tile_smem(a) == 117472 + 2 * 48);
   CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1); /* 8 segments a row: 2 x 115 KB do not fit */
-  /* Head_dim 200 .. 256: the warp-specialised kernel as 256 columns, one consumer
-   * warpgroup, the same shared memory; 136 .. 192 as 192 columns with two (one where the
-   * query tiles have 64 rows or the environment asks for one), the same shared memory
-   * (bench/NOTES.md v35, v36). */
+  /* Head_dim 200 .. 256: the warp-specialised kernel as 256 columns, two consumer warpgroups
+   * with one Q buffer where rows have at most 3 segments (one where the environment asks for
+   * it, or where the epilogue would spill: splat__kspec_ws_narrow), the same shared memory;
+   * 136 .. 192 as 192 columns with two (one where the query tiles have 64 rows or the
+   * environment asks for one), the same shared memory (bench/NOTES.md v35, v36, v72). */
   splat__kspec_plan(sp, SPLAT_BF16, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   const int smem256 = splat__kspec_tile_smem(a);
-  CHECK(a->wgmma == WS && a->warps == 4 && a->stages == 2);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 2 && splat__kspec_ws_qbufs(a) == 1);
+  /* One Q buffer of 128 rows and 2 stages of 64-key K and V tiles, of 256 columns, 6
+   * mbarriers, the tables and their spans, a row-id buffer and a task record: 199 KB. */
+  CHECK(smem256 ==
+        1024 + (128 + 2 * 2 * 64) * 512 + 6 * 8 + 2 * 128 * (16 + 4) + 2 * 4 * 16 + 128 * 4 + 48);
+  CHECK(splat__kspec_ws_ctas_per_sm(a, 233472) == 1);
   splat__kspec_plan(sp, SPLAT_F16, 200, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  CHECK(a->wgmma == WS && a->warps == 4 && splat__kspec_tile_smem(a) == smem256);
+  CHECK(a->wgmma == WS && a->warps == 8 && splat__kspec_tile_smem(a) == smem256);
+  splat__kspec_plan(sp, SPLAT_BF16, 256, 3, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->warps == 8 && splat__kspec_tile_smem(a) <= 232448);
+  splat__kspec_plan(sp, SPLAT_BF16, 256, 4, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->warps == 4 && splat__kspec_ws_qbufs(a) == 2); /* 4 segments a row: one */
+  splat__kspec_plan(sp, SPLAT_BF16, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
+  const int smem256_one = splat__kspec_tile_smem(a);
+  CHECK(a->warps == 4 && a->stages == 2 && splat__kspec_ws_qbufs(a) == 2);
+  /* One warpgroup: two Q buffers of 64 rows, the rest as two's tables for 64 rows. */
+  CHECK(smem256_one == 1024 + (2 * 64 + 2 * 2 * 64) * 512 + 8 * 8 + 2 * 64 * (16 + 4) + 2 * 2 * 16 +
+                           2 * 64 * 4 + 2 * 48);
+  /* The epilogues two warpgroups at 256 columns spill with: one (split tiles; f16's pass 1
+   * and any pass 2 above one segment a row). */
+  splat__kspec_plan(sp, SPLAT_F16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 1);
+  CHECK(a->epi == SPLAT_EPI_SPLIT && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_F16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 1, 0);
+  CHECK(a->epi == SPLAT_EPI_PASS1 && a->warps == 4);
+  splat__kspec_plan(sp, SPLAT_BF16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 1, 0);
+  CHECK(a->epi == SPLAT_EPI_PASS1 && a->warps == 8);
+  splat__kspec_plan(sp, SPLAT_BF16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+  splat__kspec_attn_epilogues(sp, 0, 0);
+  CHECK(a->epi == SPLAT_EPI_PLAIN && a->warps == 8);
   splat__kspec_plan(sp, SPLAT_BF16, 192, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   const int smem192 = splat__kspec_tile_smem(a);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 2 && a->kt == 64);

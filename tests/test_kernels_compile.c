@@ -220,8 +220,9 @@ int main(void) {
 
   /* The warp-specialised kernel's other head_dims (the GPU check's --dims): 32 and 48 as 64
    * columns, 96 and 120 as 128 (two consumer warpgroups), 136 and 192 as 192 (one at the most
-   * segments a row, two at 6), 256 as 256 (one), 16-bit: every epilogue at the most segments a row,
-   * and a two-pass plan's kernels at one and two segments. */
+   * segments a row, two at 6), 256 as 256 (one at the most segments; two at 3 and below:
+   * below), 16-bit: every epilogue at the most segments a row, and a two-pass plan's kernels
+   * at one and two segments. */
   const int ws_dims[7] = {32, 48, 96, 120, 256, 192, 136};
   for (int t = 1; t < 3; t++) {
     for (int d = 0; d < 7; d++) {
@@ -244,8 +245,45 @@ int main(void) {
         p.max_segs = segs;
         p.epi = SPLAT_EPI_PASS1;
         if (!splat__kspec_use_wgmma(&p, SPLAT__WGMMA_WS, 0, 0)) continue;
-        add_program(&p, "sm_90a");
+        splat__kspec p2 = p; /* as splat__kspec_for_pass makes them */
+        p2.epi = SPLAT_EPI_PASS2;
+        splat__kspec_ws_narrow(&p);
+        splat__kspec_ws_narrow(&p2);
+        add_program_with(&p, &p2, "sm_90a");
       }
+    }
+  }
+
+  /* 256 columns on two consumer warpgroups (one Q buffer, kgen.c splat__kspec_ws_qbufs): one
+   * to three segments a row, each epilogue where splat__kspec_ws_narrow keeps two (the plain
+   * one, pass 1 in bf16 or at one segment, beside a pass 2 of one segment on two), and the
+   * ones it takes to one warpgroup (split tiles, f16's pass 1 above one segment). */
+  for (int t = 1; t < 3; t++) {
+    for (int segs = 1; segs <= 4; segs++) {
+      splat__kspec s;
+      splat__kspec_init(&s, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], 256, segs, 128, 128);
+      CHECK(splat__kspec_use_wgmma(&s, SPLAT__WGMMA_WS, 0, 0) && s.warps == (segs <= 3 ? 8 : 4));
+      if (segs > 3) continue;
+      CHECK(splat__kspec_ws_qbufs(&s) == 1);
+      splat__kspec p2 = s;
+      p2.max_segs = 1;
+      p2.epi = SPLAT_EPI_PASS2;
+      splat__kspec_ws_narrow(&p2);
+      CHECK(p2.warps == 8);
+      const int epis[3] = {SPLAT_EPI_PLAIN, SPLAT_EPI_SPLIT, SPLAT_EPI_PASS1};
+      for (int e = 0; e < 3; e++) {
+        splat__kspec x = s;
+        x.epi = epis[e];
+        splat__kspec_ws_narrow(&x);
+        const int two = epis[e] == SPLAT_EPI_PLAIN ||
+                        (epis[e] == SPLAT_EPI_PASS1 && (dts[t] == SPLAT_BF16 || segs == 1));
+        CHECK(x.warps == (two ? 8 : 4));
+        add_program_with(&x, &p2, "sm_90a");
+      }
+      splat__kspec q2 = s; /* pass 2 above one segment: one warpgroup */
+      q2.epi = SPLAT_EPI_PASS2;
+      splat__kspec_ws_narrow(&q2);
+      CHECK(q2.warps == (segs > 1 ? 4 : 8));
     }
   }
 

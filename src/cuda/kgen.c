@@ -194,16 +194,18 @@ int splat__kspec_tile_smem(const splat__kspec *s) {
   if (s->op == SPLAT__KOP_ATTENTION && s->dt == SPLAT_F32 && !s->wgmma)
     return (tq + 2 * s->stages * s->kt) * ((s->head_dim + 7) / 8 * 8 + 4) * 4 + tables;
   if (s->wgmma == SPLAT__WGMMA_WS) {
-    /* two Q buffers, mbarriers, the tables' spans per warp (16 bytes), a second row-id
-     * buffer, two task records (48 bytes each); in pass 2's kernels, its staged pass-1
+    /* Q buffers (splat__kspec_ws_qbufs), mbarriers, the tables' spans per warp (16 bytes), a
+     * row-id buffer and a task record (48 bytes) a Q buffer; in pass 2's kernels, its staged pass-1
      * rows where they fit (the room below; the kernel stages them when SPLAT_TILE_SMEM,
      * this size, includes them: SPLAT_WS_STAGED; a barrier a warpgroup in 16 or 32 bytes
      * (SPLAT_WS_PFULL_BYTES), then the rows' O (fp16 in
      * bf16 plans, else floats) and m, l (and a unit) in 16 bytes; attention_common.cuh
      * SPLAT_ROWPART_COPY) */
-    const int base =
-        1024 + (2 * tq + 2 * s->stages * s->kt) * splat__kspec_ws_cols(s->head_dim) * 2 +
-        8 * (2 * s->stages + 4) + tables + s->stages * (tq / 32) * 16 + tq * 4 + 2 * 48;
+    const int qbufs = splat__kspec_ws_qbufs(s);
+    const int base = 1024 +
+                     (qbufs * tq + 2 * s->stages * s->kt) * splat__kspec_ws_cols(s->head_dim) * 2 +
+                     8 * (2 * s->stages + 2 * qbufs) + (tables - tq * 4) +
+                     s->stages * (tq / 32) * 16 + qbufs * (tq * 4 + 48);
     const int staged =
         (s->warps == 12 ? 32 : 16) + tq * (s->head_dim * (s->dt == SPLAT_BF16 ? 2 : 4) + 16);
     /* The room: a CTA's opt-in; with one warpgroup, half an SM's shared memory (the opt-in
@@ -239,13 +241,15 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
     return 0;
   if (hd > 128) {
     /* Head_dim 136 .. 256 (the warp-specialised kernel, by the test above), 64-key
-     * sub-tiles in 2 stages, one CTA an SM. As 192 columns (136 .. 192), two consumer
-     * warpgroups by default (O is 96 registers a thread; stages of 48 KB; bench/NOTES.md
-     * v36) where rows have at most 6 segments (with 7, the consumers spilled at 200 registers
-     * and the interval tables exceed the shared memory); as 256 (200 .. 256), one (O is
-     * 128 registers a thread; stages of 64 KB). */
+     * sub-tiles in 2 stages, one CTA an SM; two consumer warpgroups by default where rows
+     * have at most 6 segments (with 7, the consumers spilled at 200 registers and the
+     * interval tables exceed the shared memory), else one. As 192 columns (136 .. 192): O
+     * is 96 registers a thread, stages of 48 KB (bench/NOTES.md v36). As 256 (200 .. 256):
+     * O is 128 registers, stages of 64 KB, and two warpgroups take one Q buffer
+     * (splat__kspec_ws_qbufs) where rows have at most 3 segments (from 4 the consumers spill
+     * 8 bytes at 208 registers; bench/NOTES.md v72). */
     s->wgmma = SPLAT__WGMMA_WS;
-    s->warps = hd <= 192 && warpgroups != 1 && s->max_segs <= 6 ? 8 : 4;
+    s->warps = warpgroups != 1 && s->max_segs <= (hd <= 192 ? 6 : 3) ? 8 : 4;
     s->stages = 2;
     return 1;
   }
@@ -497,6 +501,16 @@ splat_status splat__kspec_for_pass(splat__kspec *out, const splat_report *rep, s
 }
 
 void splat__kspec_ws_narrow(splat__kspec *s) {
+  /* 256 columns on two consumer warpgroups (208 registers a consumer) compile without spills
+   * with the plain epilogue, pass 1 in bf16, and pass 1 in f16 and pass 2 at one segment a
+   * row; the split epilogue spills 16-84 bytes, f16's pass 1 and pass 2 above one segment
+   * 16-24: one warpgroup for those. */
+  if (s->tile && s->wgmma == SPLAT__WGMMA_WS && s->warps == 8 &&
+      splat__kspec_ws_cols(s->head_dim) == 256 &&
+      (s->epi == SPLAT_EPI_SPLIT ||
+       (s->max_segs > 1 &&
+        (s->epi == SPLAT_EPI_PASS2 || (s->epi == SPLAT_EPI_PASS1 && s->dt != SPLAT_BF16)))))
+    s->warps = 4;
   if (!s->narrow || !s->tile) return;
   const int one = s->epi == SPLAT_EPI_PLAIN || s->epi == SPLAT_EPI_PASS2 ||
                   (s->epi == SPLAT_EPI_PASS1 && s->dt == SPLAT_BF16);

@@ -103,6 +103,12 @@ void splat__kspec_merge_name(const splat__kspec *s, char *buf, size_t cap);
 static inline int splat__kspec_ws_cols(int hd) {
   return hd <= 64 ? 64 : hd <= 128 ? 128 : hd <= 192 ? 192 : 256;
 }
+/* Q buffers of the warp-specialised attention kernel: one with two consumer warpgroups at
+ * 256 columns (two of 64 KB do not fit beside the K/V stages), else two
+ * (kernels/attention_ws.cuh SPLAT_QBUFS). */
+static inline int splat__kspec_ws_qbufs(const splat__kspec *s) {
+  return splat__kspec_ws_cols(s->head_dim) == 256 && s->warps > 4 ? 1 : 2;
+}
 /* Dynamic shared memory of the tile kernel in bytes (0 when !s->tile). */
 int splat__kspec_tile_smem(const splat__kspec *s);
 /* Threads per CTA of the tile and row kernels (the warp-specialised attention kernel adds
@@ -213,9 +219,10 @@ int splat__kspec_default_tile_q(splat_dtype dt, int64_t head_dim);
  * time); then splat__kspec_ws_narrow. Other specs are left alone. */
 void splat__kspec_attn_epilogues(splat__kspec *specs, int two_pass, int split);
 
-/* A narrow warp-specialised attention spec (splat__kspec.narrow) with one consumer
- * warpgroup (two CTAs an SM, its K/V ring in 2 stages) where its epilogue compiles without
- * spills at 104 / 152 registers (producer / consumers): PLAIN, PASS2, and PASS1 in bf16;
+/* A warp-specialised attention spec's consumer warpgroups once its epilogue is known: at 256
+ * columns, one where two would spill (kgen.c says which). A narrow spec (splat__kspec.narrow) with
+ * one consumer warpgroup (two CTAs an SM, its K/V ring in 2 stages) where its epilogue compiles
+ * without spills at 104 / 152 registers (producer / consumers): PLAIN, PASS2, and PASS1 in bf16;
  * with two (8 warps, 3 stages) for the others (f16's f32 workspace rows and the SPLIT
  * epilogue spill 12-52 bytes; below head_dim 128 every one spills 4: not narrow). Two
  * warpgroups leave the second idle on 64-row items: one runs strided(64) at 4096 1.3-1.4x
