@@ -103,8 +103,12 @@ static_assert(SPLAT_WARPS % 4 == 0 && SPLAT_WGS >= 1 && SPLAT_WGS <= 3,
 /* Three consumer warpgroups (192-row tiles, FlashAttention-3's shape at head_dim 64): 128-key
  * sub-tiles, whose consumers need 160 registers, beside a producer of 32, which fits only
  * without the gather (bench/NOTES.md v58). */
-static_assert(SPLAT_WGS < 3 || (SPLAT_HEAD_DIM <= 64 && SPLAT_KT == 128 && !SPLAT_WS_GATHER),
-              "three consumer warpgroups: head_dim up to 64, 128-key sub-tiles, no gather");
+static_assert(SPLAT_WGS < 3 ||
+                  ((SPLAT_HEAD_DIM <= 64 ? SPLAT_KT == 128
+                                         : SPLAT_HEAD_DIM <= 128 && SPLAT_KT == 64) &&
+                   !SPLAT_WS_GATHER),
+              "three consumer warpgroups: 64 columns with 128-key sub-tiles or 128 with 64-key "
+              "ones, no gather");
 static_assert(SPLAT_KT == 64 || SPLAT_KT == 128,
               "the warp-specialised attention kernel takes 64- or 128-key sub-tiles");
 #define SPLAT_BOX SPLAT_TMA_BOX /* keys per TMA box (tma_view.cuh): a sub-tile is KT / 64 */

@@ -261,12 +261,13 @@ int splat__kspec_use_wgmma(splat__kspec *s, int kind, int warpgroups, int kt) {
      * where the key tile allows (4 stages, splat__kspec_plan drops to 3 where they do not
      * fit): half the per-sub-tile work of the walk, the barriers and the row statistics. */
     const int wgs = warpgroups ? warpgroups : 2;
-    if (s->head_dim <= 64 || wgs == 2) {
+    if (s->head_dim <= 64 || wgs >= 2) {
       s->wgmma = SPLAT__WGMMA_WS;
       s->warps = 4 * wgs;
       s->stages = s->head_dim <= 64 ? 4 : 3;
-      /* Three (192-row tiles, splat__kspec_plan): 128-key sub-tiles, 4 stages (194 KB),
-       * the producer without the gather (kernels/attention_ws.cuh SPLAT_WS_GATHER). */
+      /* Three (192-row tiles, splat__kspec_plan): the producer without the gather
+       * (kernels/attention_ws.cuh SPLAT_WS_GATHER); at 64 columns 128-key sub-tiles in 4
+       * stages (194 KB), at 128 64-key ones in 3 (205 KB; bench/NOTES.md v73). */
       s->gather = wgs != 3;
       if (s->head_dim <= 64 && (wgs == 3 || (wgs == 2 && kt != 64)) && s->tile_k % 128 == 0) {
         s->kt = 128;
@@ -370,12 +371,14 @@ splat_status splat__kspec_env_attn(int *kind, int *warpgroups, int *kt) {
   return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
                      "SPLAT_ATTN_WARPGROUPS=%s unsupported: must be 1, 2 or 3 (consumer "
                      "warpgroups of the sm_90a fused attention kernel; 3: query tiles of 192 "
-                     "rows at head_dim 32 .. 64 where TMA serves every key sub-tile)",
+                     "rows at head_dim 32 .. 128 where TMA serves every key sub-tile)",
                      wg);
 }
 
 int splat__kspec_rows192(splat_dtype dt, int64_t head_dim) {
-  return dt != SPLAT_F32 && head_dim >= 32 && head_dim <= 64 && head_dim % 8 == 0;
+  /* 72 .. 120 (as 128 columns) spill 12 bytes on three warpgroups. */
+  return dt != SPLAT_F32 && head_dim >= 32 && head_dim % 8 == 0 &&
+         (head_dim <= 64 || head_dim == 128);
 }
 
 int splat__kspec_default_tile_q(splat_dtype dt, int64_t head_dim) {
@@ -405,8 +408,8 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
    * windows 1.09-1.15x at 16384 on an H100, blocks whose size 192 does not divide slower
    * (bench/NOTES.md v58); else as for warpgroups 0. */
   const int three = warpgroups == 3 && kind == SPLAT__WGMMA_WS && dt != SPLAT_F32 &&
-                    tile_q == 192 && tile_rows > 128 && head_dim <= 64 && tile_k % 128 == 0 &&
-                    kt != 64;
+                    tile_q == 192 && tile_rows > 128 && head_dim <= 128 &&
+                    (head_dim <= 64 ? tile_k % 128 == 0 && kt != 64 : kt != 128);
   if (warpgroups == 3 && !three) warpgroups = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
