@@ -326,8 +326,16 @@ static void test_kernel_choice(void) {
   CHECK(a->warps == 12 && !a->gather);
   splat__kspec_attn_epilogues(sp, 0, 0);
   CHECK(a->epi == SPLAT_EPI_PLAIN && a->warps == 12 && !a->gather);
+  /* Head_dim 128: 64-key sub-tiles in 3 stages, no gather (bench/NOTES.md v73); 96 (as 128
+   * columns) takes no 192-row tiles. */
   splat__kspec_plan(sp, SPLAT_BF16, 128, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
-  CHECK(!a->tile); /* head_dim 128: the opt-in takes no 192-row tiles there */
+  CHECK(a->wgmma == WS && a->warps == 12 && a->kt == 64 && a->stages == 3 && !a->gather);
+  CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 192 + 2 * 3 * 64) * 256 + 10 * 8 +
+                                         3 * 192 * (16 + 4) + 3 * 6 * 16 + 2 * 192 * 4 + 2 * 48);
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 3, 192, 128, 192, 232448, "sm_90a", WS, 3, 0);
+  CHECK(a->warps == 12 && splat__kspec_tile_smem(a) <= 232448);
+  splat__kspec_plan(sp, SPLAT_BF16, 96, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
+  CHECK(!a->tile);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 3, 0);
   CHECK(a->warps == 8 && a->kt == 128 && a->gather); /* 128-row tiles */
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 192, 128, 128, 0, "sm_90a", WS, 3, 0);
@@ -354,7 +362,8 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 64) == 192);
   CHECK(splat__kspec_default_tile_q(SPLAT_F16, 32) == 192);
   CHECK(splat__kspec_default_tile_q(SPLAT_F32, 64) == 128);
-  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 128) == 128);
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 128) == 192);
+  CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 96) == 128); /* 72 .. 120 spill on three */
   CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 24) == 128);
   setenv("SPLAT_ATTN_WARPGROUPS", "2", 1);
   CHECK(splat__kspec_default_tile_q(SPLAT_BF16, 64) == 128);
@@ -1249,11 +1258,12 @@ static void test_tile_rows(void) {
   d.ops = SPLAT_OPS_ALL; /* the unfused kernels would share the tiles */
   CHECK(!splat__tile_rows_try(&d, "sm_90a"));
   d.ops = SPLAT_OPS_ATTENTION;
-  const int64_t dims[] = {24, 32, 40, 48, 56, 64, 72, 128};
-  for (int i = 0; i < 8; i++) {
+  const int64_t dims[] = {24, 32, 40, 48, 56, 64, 72, 120, 128, 136};
+  for (int i = 0; i < 10; i++) {
     d.head_dim = dims[i];
-    CHECKF(splat__tile_rows_try(&d, "sm_90a") == (dims[i] >= 32 && dims[i] <= 64), "head_dim %lld",
-           (long long)dims[i]);
+    CHECKF(
+        splat__tile_rows_try(&d, "sm_90a") == ((dims[i] >= 32 && dims[i] <= 64) || dims[i] == 128),
+        "head_dim %lld", (long long)dims[i]);
   }
   d.head_dim = 64;
   d.dtype = SPLAT_F16;
