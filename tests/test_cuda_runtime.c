@@ -333,7 +333,11 @@ static void test_kernel_choice(void) {
   CHECK(splat__kspec_tile_smem(a) == 1024 + (2 * 192 + 2 * 3 * 64) * 256 + 10 * 8 +
                                          3 * 192 * (16 + 4) + 3 * 6 * 16 + 2 * 192 * 4 + 2 * 48);
   splat__kspec_plan(sp, SPLAT_BF16, 128, 3, 192, 128, 192, 232448, "sm_90a", WS, 3, 0);
-  CHECK(a->warps == 12 && splat__kspec_tile_smem(a) <= 232448);
+  CHECK(a->warps == 12 && splat__kspec_tile_smem(a) == 229584);
+  /* 4 segments a row exceed the opt-in (238,800 bytes): two warpgroups, 64-key sub-tiles. */
+  splat__kspec_plan(sp, SPLAT_BF16, 128, 4, 192, 128, 192, 232448, "sm_90a", WS, 3, 0);
+  CHECK(a->wgmma == WS && a->warps == 8 && a->kt == 64 && a->gather &&
+        splat__kspec_tile_smem(a) <= 232448);
   splat__kspec_plan(sp, SPLAT_BF16, 96, 1, 192, 128, 192, 0, "sm_90a", WS, 3, 0);
   CHECK(!a->tile);
   splat__kspec_plan(sp, SPLAT_BF16, 64, 1, 128, 128, 128, 0, "sm_90a", WS, 3, 0);
@@ -404,6 +408,12 @@ static void test_kernel_choice(void) {
   CHECK(a->warps == 8 && splat__kspec_tile_smem(a) <= 232448);
   splat__kspec_plan(sp, SPLAT_BF16, 256, 4, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   CHECK(a->warps == 4 && splat__kspec_ws_qbufs(a) == 2); /* 4 segments a row: one */
+  /* Tiles of at most 64 rows (phase classes of 64: the lattice pass of strided(64) | window(64)
+   * at 4096) would leave the second warpgroup idle: one. */
+  splat__kspec_plan(sp, SPLAT_BF16, 256, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->warps == 4 && splat__kspec_ws_qbufs(a) == 2);
+  splat__kspec_plan(sp, SPLAT_BF16, 192, 1, 128, 128, 64, 0, "sm_90a", WS, 0, 0);
+  CHECK(a->warps == 8); /* 192 columns: as before (v36) */
   splat__kspec_plan(sp, SPLAT_BF16, 256, 1, 128, 128, 128, 0, "sm_90a", WS, 1, 0);
   const int smem256_one = splat__kspec_tile_smem(a);
   CHECK(a->warps == 4 && a->stages == 2 && splat__kspec_ws_qbufs(a) == 2);

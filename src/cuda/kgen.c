@@ -399,9 +399,11 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
    * (where one warpgroup has the warp-specialised kernel too), tiles of more than 64 rows.
    * Phase classes of 64 rows (strided(64) at 4096) leave the second warpgroup idle and
    * their 64-key tiles half-fill 128-key sub-tiles: one warpgroup runs them ~1.5x faster
-   * (bench/NOTES.md, stop 14). At head_dim 128 such tiles mark the warp-specialised
-   * kernel narrow: one warpgroup where its epilogue allows (splat__kspec_ws_narrow). */
-  const int full = tile_q >= 128 && (head_dim > 64 || tile_rows > 64);
+   * (bench/NOTES.md, stop 14); so at 256 columns, where two warpgroups also take one Q
+   * buffer (v72). At head_dim 128 such tiles mark the warp-specialised kernel narrow: one
+   * warpgroup where its epilogue allows (splat__kspec_ws_narrow). */
+  const int full =
+      tile_q >= 128 && ((head_dim > 64 && splat__kspec_ws_cols(head_dim) != 256) || tile_rows > 64);
   const int narrow = tile_q >= 128 && tile_rows <= 64 && !warpgroups;
   /* Three consumer warpgroups (warpgroups 3: the caller's word that TMA serves every key
    * sub-tile, plan_for) on tiles of 192 rows at head_dim 32 .. 64 with 128-key sub-tiles:
@@ -428,6 +430,12 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
           splat__kspec_tile_smem(s) > smem_optin) {
         *s = plain;
         splat__kspec_use_wgmma(s, kind, three ? 2 : wgs, 64);
+      }
+      /* Three warpgroups at 128 columns (64-key sub-tiles already) over it: two. */
+      if (s->wgmma == SPLAT__WGMMA_WS && s->warps == 12 && smem_optin > 0 &&
+          splat__kspec_tile_smem(s) > smem_optin) {
+        *s = plain;
+        splat__kspec_use_wgmma(s, kind, 2, 64);
       }
       if (s->wgmma == SPLAT__WGMMA_WS && smem_optin > 0 && splat__kspec_tile_smem(s) > smem_optin) {
         *s = plain;
