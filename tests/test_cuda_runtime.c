@@ -1342,6 +1342,13 @@ static void test_tile_rows(void) {
                                132};
     CHECKF(splat__tile_rows_prefer_192(&c) == cases[i].want, "%s at %lld, batch x heads %lld",
            cases[i].spec, (long long)cases[i].seq, (long long)cases[i].bh);
+    if (cases[i].want && !strcmp(cases[i].spec, "window(256)")) {
+      /* Head_dim 128: at least 16 rounds (16384: 86 tiles x 32 = 20.8), not 4 (4096: 5.3). */
+      c.head_dim = 128;
+      CHECKF(splat__tile_rows_prefer_192(&c) == (cases[i].seq == 16384), "head_dim 128 at %lld",
+             (long long)cases[i].seq);
+      c.head_dim = 64;
+    }
     if (cases[i].want) {
       c.served = 0; /* the producer would need the gather: two warpgroups over 192 rows */
       CHECK(!splat__tile_rows_prefer_192(&c));

@@ -54,8 +54,9 @@ int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
   const double pa = predicated_share(a), pb = predicated_share(b);
   if (c->head_dim > 48 && pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
     return 0;
-  return c->sm_count <= 0 || (double)c->bh * (double)b->ntiles >=
-                                 (double)SPLAT__TILE_ROWS_MIN_ROUNDS * (double)c->sm_count;
+  const double rounds =
+      c->head_dim > 64 ? SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE : SPLAT__TILE_ROWS_MIN_ROUNDS;
+  return c->sm_count <= 0 || (double)c->bh * (double)b->ntiles >= rounds * (double)c->sm_count;
 }
 
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,

@@ -47,6 +47,10 @@ typedef struct splat__tile_rows_case {
  * 256 (at 16384), 192 + 64: 1.5x (tile_rows.c says what was measured). */
 #define SPLAT__TILE_ROWS_MAX_SLOTS 1.15
 #define SPLAT__TILE_ROWS_MIN_ROUNDS 4
+/* Above head_dim 64 (128 columns, three warpgroups on 64-key sub-tiles): window(256), causal
+ * and dilated windows 0.94-1.00x at 5.3 rounds (4096, batch 2, 16 heads), 1.05-1.06x at 21
+ * (16384) on an H100 (bench/NOTES.md v73). */
+#define SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE 16
 /* Above head_dim 48: a 128-row plan with at most this share of its key tiles predicated
  * keeps 128 rows where the 192-row plan's share is more than SPLAT__TILE_ROWS_MORE_PREDICATED
  * higher (blocks that 192-row tiles straddle). */
@@ -58,7 +62,8 @@ typedef struct splat__tile_rows_case {
  * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles (idle: SPLAT__TILE_ROWS_MAX_SLOTS); above
  * head_dim 48, it does not predicate much more of a plan the 128-row one runs nearly full
  * (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED); and its work items fill at least
- * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (where sm_count is known). */
+ * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE above
+ * head_dim 64; where sm_count is known). */
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
 
 /* The whole choice for a plan of description d (tile_q left to splat, the rest as plan
