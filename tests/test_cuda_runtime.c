@@ -422,18 +422,19 @@ static void test_kernel_choice(void) {
                            2 * 64 * 4 + 2 * 48);
   /* The epilogues two warpgroups at 256 columns spill with: one (split tiles; f16's pass 1
    * and any pass 2 above one segment a row). */
-  splat__kspec_plan(sp, SPLAT_F16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  splat__kspec_attn_epilogues(sp, 0, 1);
-  CHECK(a->epi == SPLAT_EPI_SPLIT && a->warps == 4);
-  splat__kspec_plan(sp, SPLAT_F16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  splat__kspec_attn_epilogues(sp, 1, 0);
-  CHECK(a->epi == SPLAT_EPI_PASS1 && a->warps == 4);
-  splat__kspec_plan(sp, SPLAT_BF16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  splat__kspec_attn_epilogues(sp, 1, 0);
-  CHECK(a->epi == SPLAT_EPI_PASS1 && a->warps == 8);
-  splat__kspec_plan(sp, SPLAT_BF16, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
-  splat__kspec_attn_epilogues(sp, 0, 0);
-  CHECK(a->epi == SPLAT_EPI_PLAIN && a->warps == 8);
+  static const struct {
+    splat_dtype dt;
+    int two_pass, split, epi, warps;
+  } epis256[] = {{SPLAT_F16, 0, 1, SPLAT_EPI_SPLIT, 4},
+                 {SPLAT_F16, 1, 0, SPLAT_EPI_PASS1, 4},
+                 {SPLAT_BF16, 1, 0, SPLAT_EPI_PASS1, 8},
+                 {SPLAT_BF16, 0, 0, SPLAT_EPI_PLAIN, 8}};
+  for (int i = 0; i < 4; i++) {
+    splat__kspec_plan(sp, epis256[i].dt, 256, 2, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
+    splat__kspec_attn_epilogues(sp, epis256[i].two_pass, epis256[i].split);
+    CHECKF(a->epi == epis256[i].epi && a->warps == epis256[i].warps, "case %d: epi %d, %d warps", i,
+           a->epi, a->warps);
+  }
   splat__kspec_plan(sp, SPLAT_BF16, 192, 1, 128, 128, 128, 0, "sm_90a", WS, 0, 0);
   const int smem192 = splat__kspec_tile_smem(a);
   CHECK(a->wgmma == WS && a->warps == 8 && a->stages == 2 && a->kt == 64);
