@@ -5,10 +5,11 @@
  *
  * SPLAT_ATTN_TILE_NAME (f16/bf16; head_dim 32 .. 64, or 72 .. 128 with two consumer
  * warpgroups, as 64 or 128 columns: SPLAT_DP; 136 .. 192 as 192, 200 .. 256 as 256, with
- * one or two): a persistent grid (the host launches SMs x CTAs per SM, or one CTA per work item); each
- * CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head) blockIdx.x,
- * + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4 consumer
- * warpgroups of 64 query rows each (three on 192-row tiles at head_dim 32 .. 64, whose
+ * one or two): a persistent grid (the host launches SMs x CTAs per SM, or one CTA per work
+ * item); each CTA walks work items (query tile, row block of SPLAT_TQ rows, batch*head)
+ * blockIdx.x, + gridDim.x, ... with a producer warpgroup (warpgroup 0) and SPLAT_WARPS / 4
+ * consumer warpgroups of 64 query rows each (three on 192-row tiles at head_dim 32 .. 64 and
+ * 128, whose
  * producer has no gather: SPLAT_WS_GATHER); setmaxnreg moves registers from the producer to
  * the consumers.
  *   - Producer: per item, the row ids, the item's task record (splat_ws_task: the

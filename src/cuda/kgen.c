@@ -406,12 +406,13 @@ void splat__kspec_plan(splat__kspec *specs, splat_dtype dt, int head_dim, int ma
       tile_q >= 128 && ((head_dim > 64 && splat__kspec_ws_cols(head_dim) != 256) || tile_rows > 64);
   const int narrow = tile_q >= 128 && tile_rows <= 64 && !warpgroups;
   /* Three consumer warpgroups (warpgroups 3: the caller's word that TMA serves every key
-   * sub-tile, plan_for) on tiles of 192 rows at head_dim 32 .. 64 with 128-key sub-tiles:
-   * windows 1.09-1.15x at 16384 on an H100, blocks whose size 192 does not divide slower
-   * (bench/NOTES.md v58); else as for warpgroups 0. */
+   * sub-tile, plan_for) on tiles of 192 rows at head_dim 32 .. 64 with 128-key sub-tiles
+   * (windows 1.09-1.15x at 16384 on an H100, blocks whose size 192 does not divide slower:
+   * bench/NOTES.md v58), or at 128 with the 64-key ones it always takes (v73); else as for
+   * warpgroups 0. */
   const int three = warpgroups == 3 && kind == SPLAT__WGMMA_WS && dt != SPLAT_F32 &&
                     tile_q == 192 && tile_rows > 128 && head_dim <= 128 &&
-                    (head_dim <= 64 ? tile_k % 128 == 0 && kt != 64 : kt != 128);
+                    (head_dim > 64 || (tile_k % 128 == 0 && kt != 64));
   if (warpgroups == 3 && !three) warpgroups = 0;
   for (int op = 0; op < SPLAT__KOP_COUNT; op++) {
     splat__kspec *s = &specs[op];
