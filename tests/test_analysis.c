@@ -360,6 +360,7 @@ static int check_passes(const splat__acsr *a, const splat__tile_plan *single, co
 
 static const int tile_shapes[][2] = {{128, 128}, {64, 128}, {16, 16}, {7, 5}};
 static int two_pass_plans; /* reference plans for which two passes were chosen */
+static int cut_plans;      /* reference plans that a cut at the rows' stretches changes */
 #define NSHAPES ((int)(sizeof tile_shapes / sizeof tile_shapes[0]))
 
 /* Full check of one reference pattern at one shape. */
@@ -390,6 +391,18 @@ static void check_ref(const ref_pattern *r, int64_t sq, int64_t sk, int plan_sha
       CHECKF(check_plan_exact(&a, &t, &d, w2), "%s: plan not exact", w2);
       CHECKF(plan_runs_minimal(&a, &t, w2), "%s: runs are not the smallest plan's", w2);
       two_pass_plans += check_passes(&a, &t, &d, w2);
+      /* The plan cut at the rows' stretches, where it differs: exact and minimal too. */
+      splat__tile_plan tc;
+      int made = 0;
+      CHECKF(splat__tile_plan_build_cut(&a, tile_shapes[sh][0], tile_shapes[sh][1], &tc, &made) ==
+                 SPLAT_OK,
+             "%s: cut plan failed: %s", w2, splat_last_error(NULL));
+      if (made) {
+        cut_plans++;
+        CHECKF(check_plan_exact(&a, &tc, &d, w2) && plan_runs_minimal(&a, &tc, w2),
+               "%s: the cut plan is not exact or not minimal", w2);
+        splat__tile_plan_free(&tc);
+      }
       /* Histogram and totals of the report. */
       splat_report rep;
       st = splat__report_build(&a, &t, &rep);
@@ -423,6 +436,74 @@ static void test_reference_patterns(void) {
   /* strided | window mixes at least must take two passes. */
   CHECKF(two_pass_plans > 0, "no reference plan took two passes");
   printf("two-pass attention plans: %d of the reference plans\n", two_pass_plans);
+  CHECKF(cut_plans > 0, "no reference plan was cut at its rows' stretches");
+  printf("plans cut at the rows' stretches: %d of the reference plans\n", cut_plans);
+}
+
+/* Query tiles cut at the rows' stretches (splat__tile_plan_build_cut): blocked(512) on
+ * 192-row tiles gets 192, 192 and 128 rows a block, every tile inside one block and full,
+ * where tiles laid from row 0 straddle blocks and are predicated; a block that ends early
+ * (seq 1000) its own shorter tile. Nothing where no stretch edge falls inside a tile:
+ * windows (no two rows alike), blocks that 192 divides, blocks on 128-row tiles; nor for
+ * patterns with strided segments (their rows may be regrouped). */
+static void test_cut_tiles(void) {
+  static const struct {
+    const char *spec;
+    int64_t seq;
+    int tile_q, made;
+    int32_t rows[6]; /* the first tiles' rows (0: not checked) */
+  } cases[] = {{"blocked(512)", 4096, 192, 1, {192, 192, 128, 192, 192, 128}},
+               {"blocked(512)", 1000, 192, 1, {192, 192, 128, 192, 192, 104}},
+               {"blocked(1024)", 4096, 192, 1, {192, 192, 192, 192, 192, 64}},
+               {"window(256)", 4096, 192, 0, {0}},
+               {"blocked(384)", 4096, 192, 0, {0}},
+               {"blocked(512)", 4096, 128, 0, {0}},
+               {"strided(64) | window(64)", 4096, 192, 0, {0}},
+               {"dilated(256,2)", 4096, 192, 0, {0}},
+               {"fixed(256,32)", 4096, 192, 0, {0}}}; /* strided columns: regrouped */
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    splat_pattern *p = NULL;
+    splat__acsr a;
+    splat__tile_plan plain, cut;
+    int made = -1;
+    CHECK(splat_pattern_parse(cases[c].spec, cases[c].seq, 0, &p) == SPLAT_OK);
+    CHECK(splat__acsr_build(p, SPLAT_MAX_SEGMENTS, &a) == SPLAT_OK);
+    CHECK(splat__tile_plan_build(&a, cases[c].tile_q, 128, &plain) == SPLAT_OK);
+    CHECK(splat__tile_plan_build_cut(&a, cases[c].tile_q, 128, &cut, &made) == SPLAT_OK);
+    CHECKF(made == cases[c].made, "%s at %lld, tiles of %d: made %d", cases[c].spec,
+           (long long)cases[c].seq, cases[c].tile_q, made);
+    if (made == 1) {
+      int rows_ok = 1, inside = 1;
+      int64_t covered = 0;
+      for (int64_t q = 0; q < cut.ntiles; q++) {
+        const splat__query_tile *t = &cut.tiles[q];
+        if (q < 6 && t->nrows != cases[c].rows[q]) rows_ok = 0;
+        covered += t->nrows;
+        /* Its first and last rows have the same segments (one block). */
+        const int64_t r0 = cut.perm[t->row_begin], r1 = cut.perm[t->row_begin + t->nrows - 1];
+        const int64_t n = a.row_seg[r0 + 1] - a.row_seg[r0];
+        if (n != a.row_seg[r1 + 1] - a.row_seg[r1] ||
+            memcmp(a.segs + a.row_seg[r0], a.segs + a.row_seg[r1], (size_t)n * sizeof *a.segs))
+          inside = 0;
+      }
+      CHECKF(rows_ok && inside && covered == cases[c].seq && cut.tile_q == cases[c].tile_q,
+             "%s at %lld: tiles' rows %d, inside blocks %d, rows covered %lld", cases[c].spec,
+             (long long)cases[c].seq, rows_ok, inside, (long long)covered);
+      /* Predicated key tiles: none where blocks and keys end at multiples of 128. */
+      if (!strncmp(cases[c].spec, "blocked", 7))
+        CHECKF(cut.predicated_tiles < plain.predicated_tiles &&
+                   (cases[c].seq % 128 || cut.predicated_tiles == 0),
+               "%s at %lld: predicated key tiles %lld cut, %lld plain", cases[c].spec,
+               (long long)cases[c].seq, (long long)cut.predicated_tiles,
+               (long long)plain.predicated_tiles);
+      splat__tile_plan_free(&cut);
+    } else {
+      CHECK(cut.tiles == NULL && cut.ntiles == 0 && cut.perm == NULL);
+    }
+    splat__tile_plan_free(&plain);
+    splat__acsr_free(&a);
+    splat_pattern_destroy(p);
+  }
 }
 
 /* The ACSR build copies rows that repeat an evaluated one (splat__row_run): every row
@@ -1052,6 +1133,7 @@ int main(void) {
   test_alignment();
   test_row_width();
   test_pass_key_tiles();
+  test_cut_tiles();
   test_report_bytes();
   test_format();
   test_speed();

@@ -1427,6 +1427,37 @@ static void test_tile_rows(void) {
     }
     free_plans(w, &wa, &t128, 0, NULL, NULL);
   }
+
+  /* Blocks that 192-row tiles straddle (batch 2 x 16 heads, 132 SMs): where those tiles
+   * lose, tiles cut at the blocks (splat__tile_plan_build_cut: 192, 192, 128 rows a block of
+   * 512), their idle warpgroups counted (at most 1.15x the sub-tiles), in as many rounds as
+   * the plain ones need; at head_dim 48 the plain tiles win first. */
+  static const struct {
+    const char *spec;
+    int64_t seq;
+    int head_dim, want;
+    int64_t ntiles;
+  } cut[] = {{"blocked(512)", 16384, 64, 1, 96},  {"blocked(512)", 4096, 64, 1, 24},
+             {"blocked(512)", 16384, 128, 1, 96}, {"blocked(512)", 4096, 128, 0, 0},
+             {"blocked(1024)", 16384, 64, 1, 96}, {"blocked(512)", 16384, 48, 1, 86},
+             {"blocked(256)", 16384, 64, 0, 0}, /* 192 + 64 a block: 1.5x, idle counted */
+             {"window(256)", 16384, 64, 1, 86}};
+  for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+    splat_pattern *w = NULL;
+    splat__acsr wa;
+    splat__tile_plan t128, t192;
+    square_plan(cut[i].spec, cut[i].seq, 128, &w, &wa, &t128);
+    const splat_plan_desc d = {2, 16,  16, cut[i].head_dim,    SPLAT_BF16,
+                               0, 128, 8,  SPLAT_OPS_ATTENTION};
+    int take = -1;
+    CHECK(splat__tile_rows_choose(&wa, &t128, cut[i].seq, &d, "sm_90a", 132, 0, &t192, &take) ==
+          SPLAT_OK);
+    CHECKF(take == cut[i].want && (!take || t192.ntiles == cut[i].ntiles),
+           "%s at %lld, head_dim %d: take %d, %lld tiles", cut[i].spec, (long long)cut[i].seq,
+           cut[i].head_dim, take, take ? (long long)t192.ntiles : 0LL);
+    if (take) splat__tile_plan_free(&t192);
+    free_plans(w, &wa, &t128, 0, NULL, NULL);
+  }
 }
 
 /* The row stride of a plan's query tiles for Q by TMA: 1 without a permutation or in row

@@ -748,8 +748,61 @@ static int check_tile(int *v) {
   return 1;
 }
 
-splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k,
-                                    splat__tile_plan *out) {
+/* Whether regular rows r0 and r1 have the same segments. */
+static int same_segments(const splat__acsr *a, int64_t r0, int64_t r1) {
+  const int64_t n = a->row_seg[r0 + 1] - a->row_seg[r0];
+  return n == a->row_seg[r1 + 1] - a->row_seg[r1] &&
+         !memcmp(a->segs + a->row_seg[r0], a->segs + a->row_seg[r1], (size_t)n * sizeof *a->segs);
+}
+
+/* plan_order's bounds over positions 0 .. nreg of `order` (NULL: the identity) that also
+ * begin and end every stretch of at least min_rows consecutive rows with the same segments:
+ * the number of intervals nb (bounds (*out)[0 .. nb]), 0 when each of them falls at a
+ * multiple of tile_q (the tiles would be those of one interval: nothing is held), -1 without
+ * memory. */
+static int64_t stretch_bounds(const splat__acsr *a, const int32_t *order, int64_t nreg, int tile_q,
+                              int min_rows, int64_t **out) {
+  *out = NULL;
+  int64_t cap = 16, nb = 0;
+  int moved = 0;
+  int64_t *bd = malloc((size_t)cap * sizeof *bd);
+  if (!bd) return -1;
+  bd[0] = 0;
+  int64_t s0 = 0; /* the current stretch's first position */
+  for (int64_t p = 1; p <= nreg; p++) {
+    if (p < nreg && same_segments(a, order ? order[p - 1] : p - 1, order ? order[p] : p)) continue;
+    if (p - s0 >= min_rows) {
+      const int64_t at[2] = {s0, p};
+      for (int i = 0; i < 2; i++) {
+        if (at[i] <= bd[nb] || at[i] >= nreg) continue;
+        if (nb + 2 > cap) {
+          int64_t *g = realloc(bd, (size_t)(2 * cap) * sizeof *bd);
+          if (!g) {
+            free(bd);
+            return -1;
+          }
+          bd = g;
+          cap *= 2;
+        }
+        bd[++nb] = at[i];
+        moved |= at[i] % tile_q != 0;
+      }
+    }
+    s0 = p;
+  }
+  if (!moved) {
+    free(bd);
+    return 0;
+  }
+  bd[++nb] = nreg;
+  *out = bd;
+  return nb;
+}
+
+/* splat__tile_plan_build, or with cut_rows > 0 splat__tile_plan_build_cut's plan (*made). */
+static splat_status build_plan(const splat__acsr *a, int tile_q, int tile_k, int cut_rows,
+                               splat__tile_plan *out, int *made) {
+  if (made) *made = 0;
   if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "tile plan: out is NULL");
   memset(out, 0, sizeof *out);
   if (!a) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "tile plan: acsr is NULL");
@@ -778,7 +831,7 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   memset(&lbs, 0, sizeof lbs);
   phase_table pt[PHASE_TABLES];
   memset(pt, 0, sizeof pt);
-  int64_t *bounds = NULL;
+  int64_t *bounds = NULL, *cuts = NULL;
   gmap cm;
   memset(&cm, 0, sizeof cm);
   splat__tile_plan alt;
@@ -816,19 +869,28 @@ splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k
   }
   out->regular_rows = nreg;
   /* (a) identity order first, stopped at the first strided segment: most patterns have
-   * none, and then (a) is the plan. Irregular rows have no segments. */
+   * none, and then (a) is the plan. Irregular rows have no segments. The cut plan: its
+   * tiles also cut at its stretches of rows (none: no plan). */
   const int64_t bnd_id[2] = {0, nreg};
+  int64_t ncut = 1;
+  if (cut_rows > 0) {
+    ncut = stretch_bounds(a, out->permuted ? out->perm : NULL, nreg, tile_q, cut_rows, &cuts);
+    if (ncut < 0) goto oom;
+    if (ncut == 0) goto discard;
+  }
   b.row_seg = a->row_seg;
   b.segs = a->segs;
   b.stop_at_strided = 1;
-  if (!plan_order(&b, out->permuted ? out->perm : NULL, nreg, bnd_id, 1)) goto oom;
+  if (!plan_order(&b, out->permuted ? out->perm : NULL, nreg, cuts ? cuts : bnd_id, ncut)) goto oom;
   const int any_strided = b.saw_strided;
   b.stop_at_strided = b.saw_strided = 0;
   if (!any_strided) { /* (a) complete: the plan */
     builder_take(&b, out);
+    if (made) *made = 1;
     goto finish;
   }
-  free(b.tiles); /* the incomplete plan */
+  if (cut_rows > 0) goto discard; /* rows regrouped by class are never cut */
+  free(b.tiles);                  /* the incomplete plan */
   b.tiles = NULL;
   b.ntiles = b.nruns = 0;
   b.full = b.pred = b.computed = 0;
@@ -946,10 +1008,14 @@ finish:
   }
   goto done;
 
+discard:
+  splat__tile_plan_free(out);
+  goto done;
 oom:
   st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (%lld rows, tile %dx%d)",
                    (long long)seq_q, tile_q, tile_k);
 done:
+  free(cuts);
   free(b.tiles);
   free(b.runs);
   builder_free_scratch(&b);
@@ -966,6 +1032,17 @@ done:
   free(bounds);
   if (st != SPLAT_OK) splat__tile_plan_free(out);
   return st;
+}
+
+splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k,
+                                    splat__tile_plan *out) {
+  return build_plan(a, tile_q, tile_k, 0, out, NULL);
+}
+
+splat_status splat__tile_plan_build_cut(const splat__acsr *a, int tile_q, int tile_k,
+                                        splat__tile_plan *out, int *made) {
+  *made = 0;
+  return build_plan(a, tile_q, tile_k, tile_q > 0 ? tile_q : DEFAULT_TILE, out, made);
 }
 
 /* A row's segments for the two passes: out0 (at most K) the strided ones, out1 (at most K)

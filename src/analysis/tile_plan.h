@@ -62,6 +62,14 @@ splat__key_group splat__segment_group(splat__segment s);
 splat_status splat__tile_plan_build(const splat__acsr *a, int tile_q, int tile_k,
                                     splat__tile_plan *out);
 void splat__tile_plan_free(splat__tile_plan *t);
+/* The identity-order plan whose query tiles (of at most tile_q rows) also begin and end
+ * every stretch of at least tile_q consecutive regular rows with the same segments (a
+ * block of blocked(512) at 192 rows: tiles of 192, 192 and 128 rows, all full, where
+ * tiles laid from row 0 straddle the blocks), for the rows' own tile size. *made = 1 with
+ * the plan in *out; *made = 0 and nothing held where no stretch edge falls inside such a
+ * tile, or the rows would be regrouped (strided segments). Fails as splat__tile_plan_build. */
+splat_status splat__tile_plan_build_cut(const splat__acsr *a, int tile_q, int tile_k,
+                                        splat__tile_plan *out, int *made);
 
 /* The fused attention in two passes, for masks that mix contiguous and strided segments
  * in one row (strided(64) | window(64)): no single row order aligns both, so the single

@@ -70,26 +70,51 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
   return SPLAT_OK;
 }
 
+/* Fills c's TMA and pass checks and its work counts for its 192-row plan. */
+static void weigh(splat__tile_rows_case *c, const splat__acsr *a, int64_t seq_k) {
+  c->served = splat__tma_serves_plan(c->t192, seq_k);
+  c->two_pass = splat__tile_plan_may_pass(a, c->t192);
+  if (c->served && !c->two_pass) {
+    c->work128 = splat__tile_rows_work(a, c->t128, c->idle ? 2 : 0);
+    c->work192 = splat__tile_rows_work(a, c->t192, c->idle ? 3 : 0);
+  }
+}
+
 void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan *t128,
                                    int64_t seq_k, const splat_plan_desc *d, int sm_count, int idle,
                                    splat__tile_plan *t192, int *take) {
   splat__tile_rows_case c = {t128,    t192, 0, 0, idle, 0, 0, (int)d->head_dim, d->batch * d->heads,
                              sm_count};
-  c.served = splat__tma_serves_plan(t192, seq_k);
-  c.two_pass = splat__tile_plan_may_pass(a, t192);
-  if (c.served && !c.two_pass) {
-    c.work128 = splat__tile_rows_work(a, t128, idle ? 2 : 0);
-    c.work192 = splat__tile_rows_work(a, t192, idle ? 3 : 0);
-  }
+  weigh(&c, a, seq_k);
   *take = splat__tile_rows_prefer_192(&c);
   if (*take) {
     splat__log(SPLAT__LOG_DEBUG,
                "plan: 192-row query tiles (their warpgroups' sub-tiles: %.3fx the 128-row "
                "tiles')",
                (double)c.work192 / (double)c.work128);
-  } else {
-    splat__tile_plan_free(t192);
+    return;
   }
+  splat__tile_plan_free(t192);
+  /* Tiles cut at the rows' stretches (blocks the 192-row tiles straddle), their idle
+   * warpgroups counted: built only here, where the plain 192-row tiles lose (a failure to
+   * build them leaves the 128-row plan). */
+  splat__tile_plan cut;
+  int made = 0;
+  if (splat__tile_plan_build_cut(a, 192, d->tile_k, &cut, &made) != SPLAT_OK || !made) return;
+  c.t192 = &cut;
+  c.idle = 1;
+  c.work128 = c.work192 = 0;
+  weigh(&c, a, seq_k);
+  *take = splat__tile_rows_prefer_192(&c);
+  if (!*take) {
+    splat__tile_plan_free(&cut);
+    return;
+  }
+  *t192 = cut;
+  splat__log(SPLAT__LOG_DEBUG,
+             "plan: 192-row query tiles cut at the rows' stretches (their warpgroups' sub-tiles, "
+             "idle ones counted: %.3fx the 128-row tiles')",
+             (double)c.work192 / (double)c.work128);
 }
 
 int64_t splat__tile_rows_work(const splat__acsr *a, const splat__tile_plan *t, int blocks) {

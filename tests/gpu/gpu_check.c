@@ -733,15 +733,17 @@ static void check_host_pointers(splat_context *ctx) {
 /* Plans of the fused attention alone at 4096 with batch 2 and 16 heads (over 16 KV heads,
  * and over 4 in [B,S,H,D] storage): the shapes where a CUDA plan may take 192-row query
  * tiles (docs/cuda.md, Query tiles: on an H100 all but the last four of these do at head_dim
- * 64; in bf16, strided(64) | window(64) runs its first pass on them, and strided(8) |
- * window(8) its second, whose phase classes have 512 rows; the tiles column shows the plan's
- * tile, not a pass's). 16-bit dtypes, head_dim 64 and 40 unless --dims names others. */
+ * 64, blocked(512) on tiles cut at its blocks; in bf16, strided(64) | window(64) runs its first
+ * pass on them, and strided(8) | window(8) its second, whose phase classes have 512 rows; the tiles
+ * column shows the plan's tile, not a pass's). 16-bit dtypes, head_dim 64 and 40 unless --dims
+ * names others. */
 static void attention_plans(splat_context *ctx, const char *filter, const int *dims, int ndims,
                             const splat_dtype *dts, int ndts) {
   static const char *specs[] = {"window(37)",
                                 "causal & window(512,0)",
                                 "dilated(3,2) | dilated(2,3)",
                                 "blocked(37)",
+                                "blocked(512)",
                                 "global(64)",
                                 "longformer(5,20)",
                                 "bigbird(10,0,3,0,1)",

@@ -261,6 +261,7 @@ const ref_pattern splat_ref_patterns[] = {
     {"blocked(1)", p_blocked, {1}},
     {"blocked(8)", p_blocked, {8}},
     {"blocked(37)", p_blocked, {37}},
+    {"blocked(512)", p_blocked, {512}}, /* 192-row tiles cut at its blocks (tile_rows.h) */
     {"blocked(5000)", p_blocked, {5000}},
     {"global(0)", p_global, {0}},
     {"global(3)", p_global, {3}},
