@@ -106,13 +106,17 @@ contains "$tmp/out" "splat_sddmm_wgmma_bf16_v_bf16_d64_q64_k128_kt128"; check "c
 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bfloat16 --op sddmm --arch sm_80 --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_sddmm_tile_bf16_v_bf16_d64"; check "codegen source names the kernel (sm_80: mma.sync)" $?
 # The query tile a plan of the fused attention alone takes (docs/cuda.md, Query tiles):
-# 192 rows for window(256) at head_dim 64, 128 for blocked(512) there and for plans of
-# every op; SPLAT_ATTN_WARPGROUPS=2 keeps 128.
+# 192 rows for window(256) at head_dim 64, and for blocked(512) cut at its blocks (96 tiles
+# at 16384, where tiles laid from row 0 would be 86); 128 for blocked(256) (192 + 64 a block)
+# and for plans of every op; SPLAT_ATTN_WARPGROUPS=2 keeps 128.
 "$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg1" && contains "$tmp/out" "query tiles of 192 rows"
 check "codegen: window(256)'s fused attention takes 192-row tiles" $?
 "$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
-contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: blocked(512) keeps 128-row tiles at head_dim 64" $?
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg1" && contains "$tmp/out" "96 query tiles"
+check "codegen: blocked(512) takes 192-row tiles cut at its blocks" $?
+"$SPLAT" codegen "blocked(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: blocked(256) keeps 128-row tiles at head_dim 64" $?
 "$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: a plan of every op keeps 128-row tiles" $?
 SPLAT_ATTN_WARPGROUPS=2 "$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1

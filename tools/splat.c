@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/report.h"
 #include "core/dtype.h"
 #include "core/timer.h"
 #include "cuda/attn_passes.h"
@@ -726,6 +727,8 @@ static int cmd_codegen(int argc, char **argv) {
   /* The query tile a plan would take (tile_rows.h): for the fused attention alone
    * (--op attention), 192 rows where the rule takes them with the device's SMs unknown. */
   int tile_q = splat__kspec_default_tile_q((splat_dtype)dtype, head_dim), take = 0;
+  splat_report rep;
+  memset(&rep, 0, sizeof rep);
   if (tile_q == 128 && only == SPLAT__KOP_ATTENTION) {
     const splat_plan_desc d = {
         1, 1, 1, head_dim, (splat_dtype)dtype, 0, 128, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
@@ -737,15 +740,18 @@ static int cmd_codegen(int argc, char **argv) {
       if (st == SPLAT_OK) {
         st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, 0, 0, &t192,
                                      &take);
-        if (take) splat__tile_plan_free(&t192);
+        /* The report of the tiles taken (192 rows may be cut at the rows' stretches). */
+        if (take) {
+          st = splat__report_build(&a, &t192, &rep);
+          splat__tile_plan_free(&t192);
+        }
         splat__tile_plan_free(&t128);
       }
       splat__acsr_free(&a);
     }
     if (take) tile_q = 192;
   }
-  splat_report rep;
-  if (st == SPLAT_OK) st = splat_analyze(p, tile_q, 0, 0, &rep);
+  if (st == SPLAT_OK && !take) st = splat_analyze(p, tile_q, 0, 0, &rep);
   if (st != SPLAT_OK) {
     splat_pattern_destroy(p);
     return fail("splat_analyze", st, NULL);

@@ -6,7 +6,7 @@
  * splat__attn_pass_rows for each pass of a two-pass plan; cuda_backend.c
  * splat__cuda_plan_tile_rows weighs the 192-row plan the analysis built beside the 128-row
  * one with splat__tile_rows_choose_built; docs/cuda.md "Query tiles"; bench/NOTES.md v58, v59, v60,
- * v61). Pure C. */
+ * v61, v74). Pure C. */
 #ifndef SPLAT_CUDA_TILE_ROWS_H
 #define SPLAT_CUDA_TILE_ROWS_H
 
@@ -78,7 +78,10 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
                                      int sm_count, int idle, splat__tile_plan *t192, int *take);
 /* The same choice where the caller built the 192-row tile plan *t192 already (at 192 rows
  * and d->tile_k, beside the 128-row one: plan creation builds the two at once) and
- * splat__tile_rows_try holds: *take = 1 keeps it in *t192, else it is freed. */
+ * splat__tile_rows_try holds: *take = 1 keeps it in *t192, else it is freed. Where it loses,
+ * the plan cut at the rows' stretches (tile_plan.h splat__tile_plan_build_cut: blocks that
+ * 192-row tiles straddle) is built and weighed as pass 2's are, its idle warpgroups counted;
+ * *take = 1 then puts that one in *t192. */
 void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan *t128,
                                    int64_t seq_k, const splat_plan_desc *d, int sm_count, int idle,
                                    splat__tile_plan *t192, int *take);
