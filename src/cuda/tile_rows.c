@@ -51,12 +51,15 @@ int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
   if (!c->served || c->two_pass || splat__tile_plan_max_rows(b) <= 128) return 0;
   const double max_work = c->idle ? SPLAT__TILE_ROWS_MAX_SLOTS : SPLAT__TILE_ROWS_MAX_WORK;
   if ((double)c->work192 > max_work * (double)c->work128) return 0;
-  const double pa = predicated_share(a), pb = predicated_share(b);
-  if (c->head_dim > 48 && pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
-    return 0;
+  /* Rounds of 192-row items (sm_count unknown: as few as the predicated test needs). */
   const double rounds =
-      c->head_dim > 64 ? SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE : SPLAT__TILE_ROWS_MIN_ROUNDS;
-  return c->sm_count <= 0 || (double)c->bh * (double)b->ntiles >= rounds * (double)c->sm_count;
+      c->sm_count > 0 ? (double)c->bh * (double)b->ntiles / (double)c->sm_count : 0;
+  const double pa = predicated_share(a), pb = predicated_share(b);
+  if (c->head_dim > 48 && rounds < SPLAT__TILE_ROWS_STRADDLE_ROUNDS &&
+      pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
+    return 0;
+  return c->sm_count <= 0 || rounds >= (c->head_dim > 64 ? SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE
+                                                         : SPLAT__TILE_ROWS_MIN_ROUNDS);
 }
 
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,

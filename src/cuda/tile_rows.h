@@ -51,17 +51,22 @@ typedef struct splat__tile_rows_case {
  * and dilated windows 0.94-1.00x at 5.3 rounds (4096, batch 2, 16 heads), 1.05-1.06x at 21
  * (16384) on an H100 (bench/NOTES.md v73). */
 #define SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE 16
-/* Above head_dim 48: a 128-row plan with at most this share of its key tiles predicated
- * keeps 128 rows where the 192-row plan's share is more than SPLAT__TILE_ROWS_MORE_PREDICATED
- * higher (blocks that 192-row tiles straddle). */
+/* Above head_dim 48, below SPLAT__TILE_ROWS_STRADDLE_ROUNDS rounds of 192-row items (or with
+ * the SMs unknown): a 128-row plan with at most this share of its key tiles predicated keeps
+ * 128 rows where the 192-row plan's share is more than SPLAT__TILE_ROWS_MORE_PREDICATED
+ * higher (blocks that 192-row tiles straddle: their items are the heaviest, and weigh on the
+ * last round; from 16 rounds they run 1.03-1.08x faster than 128-row tiles at head_dim 64,
+ * blocked(512), (640) and (1024) at 16384 on an H100: bench/NOTES.md v74). */
 #define SPLAT__TILE_ROWS_FULL 0.10
 #define SPLAT__TILE_ROWS_MORE_PREDICATED 0.15
+#define SPLAT__TILE_ROWS_STRADDLE_ROUNDS 16
 
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
  * warpgroups (served, no two passes, tiles of more than 128 rows); its warpgroups compute at
  * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles (idle: SPLAT__TILE_ROWS_MAX_SLOTS); above
- * head_dim 48, it does not predicate much more of a plan the 128-row one runs nearly full
- * (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED); and its work items fill at least
+ * head_dim 48 and below 16 rounds, it does not predicate much more of a plan the 128-row one
+ * runs nearly full (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED,
+ * SPLAT__TILE_ROWS_STRADDLE_ROUNDS); and its work items fill at least
  * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE above
  * head_dim 64; where sm_count is known). */
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
