@@ -1359,6 +1359,11 @@ static void test_tile_rows(void) {
       c.two_pass = 0, c.work192 = c.work128 * 21 / 20 + 1; /* over 5% more sub-tiles */
       CHECK(!splat__tile_rows_prefer_192(&c));
     }
+    if (cases[i].want && !strncmp(cases[i].spec, "blocked(512)", 12)) {
+      c.head_dim = 128; /* straddled blocks at head_dim 128: 0.97-0.98x at any rounds */
+      CHECK(!splat__tile_rows_prefer_192(&c));
+      c.head_dim = 64;
+    }
     if (!cases[i].want && !strncmp(cases[i].spec, "blocked(512)", 12)) {
       /* Straddled blocks pay at head_dim 48 at any rounds, above it from 16. */
       c.head_dim = 48;
@@ -1430,18 +1435,20 @@ static void test_tile_rows(void) {
     free_plans(w, &wa, &t128, 0, NULL, NULL);
   }
 
-  /* Blocks that 192-row tiles straddle (batch 2 x 16 heads, 132 SMs): below 16 rounds, where
-   * those tiles lose, tiles cut at the blocks (splat__tile_plan_build_cut: 192, 192, 128 rows
-   * a block of 512), their idle warpgroups counted (at most 1.15x the sub-tiles), in as many
-   * rounds as the plain ones need; from 16 rounds, and at head_dim 48, the plain tiles. */
+  /* Blocks that 192-row tiles straddle (batch 2 x 16 heads, 132 SMs): at head_dim 64 below
+   * 16 rounds, where those tiles lose, tiles cut at the blocks (splat__tile_plan_build_cut:
+   * 192, 192, 128 rows a block of 512), their idle warpgroups counted (at most 1.15x the
+   * sub-tiles), in as many rounds as the plain ones need; from 16 rounds, and at head_dim
+   * 48, the plain tiles; at 128 neither. */
   static const struct {
     const char *spec;
     int64_t seq;
     int head_dim, want;
     int64_t ntiles;
-  } cut[] = {{"blocked(512)", 4096, 64, 1, 24},  {"blocked(1024)", 4096, 64, 1, 24},
-             {"blocked(512)", 16384, 64, 1, 86}, {"blocked(512)", 16384, 128, 1, 86},
-             {"blocked(512)", 4096, 128, 0, 0},  {"blocked(512)", 4096, 48, 1, 22},
+  } cut[] = {{"blocked(512)", 4096, 64, 1, 24},   {"blocked(1024)", 4096, 64, 1, 24},
+             {"blocked(512)", 16384, 64, 1, 86},  {"blocked(512)", 16384, 128, 0, 0},
+             {"blocked(1024)", 16384, 128, 0, 0}, /* no cut above head_dim 64 */
+             {"blocked(512)", 4096, 128, 0, 0},   {"blocked(512)", 4096, 48, 1, 22},
              {"blocked(256)", 4096, 64, 0, 0}, /* 192 + 64 a block: 1.5x, idle counted */
              {"blocked(640)", 4096, 64, 0, 0}, /* 3 x 192 + 64: 1.2x */
              {"window(256)", 4096, 64, 1, 22}};

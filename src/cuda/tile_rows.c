@@ -55,7 +55,7 @@ int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
   const double rounds =
       c->sm_count > 0 ? (double)c->bh * (double)b->ntiles / (double)c->sm_count : 0;
   const double pa = predicated_share(a), pb = predicated_share(b);
-  if (c->head_dim > 48 && rounds < SPLAT__TILE_ROWS_STRADDLE_ROUNDS &&
+  if (c->head_dim > 48 && (c->head_dim > 64 || rounds < SPLAT__TILE_ROWS_STRADDLE_ROUNDS) &&
       pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
     return 0;
   return c->sm_count <= 0 || rounds >= (c->head_dim > 64 ? SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE
@@ -99,11 +99,14 @@ void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan 
   }
   splat__tile_plan_free(t192);
   /* Tiles cut at the rows' stretches (blocks the 192-row tiles straddle), their idle
-   * warpgroups counted: built only here, where the plain 192-row tiles lose (a failure to
-   * build them leaves the 128-row plan). */
+   * warpgroups counted: built only here, where the plain 192-row tiles lose, at head_dim 32
+   * .. 64 (at 128, blocked(512) runs 0.98x on them; a failure to build them leaves the
+   * 128-row plan). */
   splat__tile_plan cut;
   int made = 0;
-  if (splat__tile_plan_build_cut(a, 192, d->tile_k, &cut, &made) != SPLAT_OK || !made) return;
+  if (d->head_dim > 64 || splat__tile_plan_build_cut(a, 192, d->tile_k, &cut, &made) != SPLAT_OK ||
+      !made)
+    return;
   c.t192 = &cut;
   c.idle = 1;
   c.work128 = c.work192 = 0;

@@ -51,12 +51,13 @@ typedef struct splat__tile_rows_case {
  * and dilated windows 0.94-1.00x at 5.3 rounds (4096, batch 2, 16 heads), 1.05-1.06x at 21
  * (16384) on an H100 (bench/NOTES.md v73). */
 #define SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE 16
-/* Above head_dim 48, below SPLAT__TILE_ROWS_STRADDLE_ROUNDS rounds of 192-row items (or with
- * the SMs unknown): a 128-row plan with at most this share of its key tiles predicated keeps
- * 128 rows where the 192-row plan's share is more than SPLAT__TILE_ROWS_MORE_PREDICATED
- * higher (blocks that 192-row tiles straddle: their items are the heaviest, and weigh on the
- * last round; from 16 rounds they run 1.03-1.08x faster than 128-row tiles at head_dim 64,
- * blocked(512), (640) and (1024) at 16384 on an H100: bench/NOTES.md v74). */
+/* Above head_dim 48 (at head_dim 33 .. 64 only below SPLAT__TILE_ROWS_STRADDLE_ROUNDS rounds
+ * of 192-row items, or with the SMs unknown): a 128-row plan with at most this share of its
+ * key tiles predicated keeps 128 rows where the 192-row plan's share is more than
+ * SPLAT__TILE_ROWS_MORE_PREDICATED higher (blocks that 192-row tiles straddle: their items
+ * are the heaviest, and weigh on the last round). From 16 rounds at head_dim 64 they run
+ * 1.03-1.08x faster than 128-row tiles (blocked(512), (640), (1024) at 16384 and 65536 on an
+ * H100), at 128 blocked(512) 0.97-0.98x (bench/NOTES.md v74). */
 #define SPLAT__TILE_ROWS_FULL 0.10
 #define SPLAT__TILE_ROWS_MORE_PREDICATED 0.15
 #define SPLAT__TILE_ROWS_STRADDLE_ROUNDS 16
@@ -64,8 +65,8 @@ typedef struct splat__tile_rows_case {
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
  * warpgroups (served, no two passes, tiles of more than 128 rows); its warpgroups compute at
  * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles (idle: SPLAT__TILE_ROWS_MAX_SLOTS); above
- * head_dim 48 and below 16 rounds, it does not predicate much more of a plan the 128-row one
- * runs nearly full (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED,
+ * head_dim 48 (at 64 and below, below 16 rounds), it does not predicate much more of a plan
+ * the 128-row one runs nearly full (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED,
  * SPLAT__TILE_ROWS_STRADDLE_ROUNDS); and its work items fill at least
  * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE above
  * head_dim 64; where sm_count is known). */
@@ -85,8 +86,8 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
  * and d->tile_k, beside the 128-row one: plan creation builds the two at once) and
  * splat__tile_rows_try holds: *take = 1 keeps it in *t192, else it is freed. Where it loses,
  * the plan cut at the rows' stretches (tile_plan.h splat__tile_plan_build_cut: blocks that
- * 192-row tiles straddle) is built and weighed as pass 2's are, its idle warpgroups counted;
- * *take = 1 then puts that one in *t192. */
+ * 192-row tiles straddle) is built and weighed as pass 2's are, its idle warpgroups counted,
+ * at head_dim 32 .. 64; *take = 1 then puts that one in *t192. */
 void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan *t128,
                                    int64_t seq_k, const splat_plan_desc *d, int sm_count, int idle,
                                    splat__tile_plan *t192, int *take);
