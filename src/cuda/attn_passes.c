@@ -28,6 +28,13 @@ double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int
          SPLAT_ROWPART_BYTES(head_dim, dt == SPLAT_BF16);
 }
 
+/* The passes' 192-row tiles: bf16 at head_dim 32 .. 64 and 128 (f16's pass 1 and 72 .. 120 were
+ * not measured on three warpgroups; at 128 pass 2 takes them only with its rows staged,
+ * take_rows, which the shared memory does not hold: pass 1 alone; bench/NOTES.md v75). */
+static int pass_rows_dtype_dims(const splat_plan_desc *d) {
+  return d->dtype == SPLAT_BF16 && (d->head_dim <= 64 || d->head_dim == 128);
+}
+
 /* The passes' shapes from their ACSRs and plans (over the regular rows, the same in both). */
 static void pass_shapes(const splat__acsr part[2], const splat__tile_plan pass[2],
                         splat__attn_pass_shape shape[2]) {
@@ -105,10 +112,9 @@ splat_status splat__attn_passes_ahead_build(const splat__acsr *a, const splat_pl
    * conditions known before the passes: those on the rows' segments are not). */
   splat_plan_desc d1 = *d;
   d1.ops = SPLAT_OPS_ATTENTION;
-  const int q2 = trials && d->dtype == SPLAT_BF16 && d->head_dim <= 64 && d->tile_q == 128 &&
-                         splat__tile_rows_try(&d1, arch)
-                     ? 192
-                     : 0;
+  const int q2 =
+      trials && pass_rows_dtype_dims(d) && d->tile_q == 128 && splat__tile_rows_try(&d1, arch) ? 192
+                                                                                               : 0;
   splat__tile_plan t192[2];
   memset(t192, 0, sizeof t192);
   const double t0 = splat__now_ms();
@@ -159,10 +165,9 @@ static splat_status try_rows(void *arg, int k) {
   /* Pass 1 of up to two segments a row (the window of strided | window, split around its
    * lattice points): with more, the kernel drops to 3 stages, and at head_dim 64 with 8 its
    * pass-1 epilogue spills; neither was measured. Pass 2 of one (a lattice): with two, its
-   * merge spills 4 bytes. Head_dim 32 .. 64 only (the passes at 72 .. 128 on three
-   * warpgroups were not measured). */
-  if (j->d->dtype != SPLAT_BF16 || j->d->head_dim > 64 || j->pass[k].tile_q != 128 ||
-      j->pass[k].tile_k != 128 || j->shape[k].segs > (k == 0 ? 2 : 1))
+   * merge spills 4 bytes. */
+  if (!pass_rows_dtype_dims(j->d) || j->pass[k].tile_q != 128 || j->pass[k].tile_k != 128 ||
+      j->shape[k].segs > (k == 0 ? 2 : 1))
     return SPLAT_OK;
   splat_plan_desc d1 = *j->d;
   d1.ops = SPLAT_OPS_ATTENTION;

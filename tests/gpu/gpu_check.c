@@ -16,14 +16,15 @@
  * Outside --quick, plans of the fused attention alone at 4096 with batch 2 and 16 heads too,
  * where a plan may take 192-row query tiles (attention_plans; --attention-plans: those only).
  * Usage: splat_gpu_check [--quick | --attention-plans] [--device N] [--filter SUBSTR]
- *                        [--timeout S] [--dims LIST] [--dtype T]
+ *                        [--timeout S] [--dims LIST] [--dtype T] [--plans-seq N]
  * --quick: seven specs (window, dilated, longformer, bigbird, a band, causal, strided|window) at
  * 33, 40x70 and 700, head_dim 64, bf16 (the subset the sanitizers run). --dims: up to four
  * comma-separated head_dims run at every size instead of 64 and 128 everywhere and 40 and 36
  * at 97 (e.g. --dims 256,56 for the sizes the full check leaves out). --dtype: only f32, f16
- * or bf16 (the full check runs all three; --quick bf16). Prints one row per case and
- * "N passed, N failed"; exit status 1 on any failure, 2 when no CUDA device is usable, 3 on
- * timeout.
+ * or bf16 (the full check runs all three; --quick bf16). --plans-seq: the attention-only
+ * plans at N rows instead of 4096 (16384: head_dim 128's 192-row tiles need 16 rounds). Prints one
+ * row per case and "N passed, N failed"; exit status 1 on any failure, 2 when no CUDA device is
+ * usable, 3 on timeout.
  */
 #include <math.h>
 #include <pthread.h>
@@ -738,7 +739,7 @@ static void check_host_pointers(splat_context *ctx) {
  * column shows the plan's tile, not a pass's). 16-bit dtypes, head_dim 64 and 40 unless --dims
  * names others. */
 static void attention_plans(splat_context *ctx, const char *filter, const int *dims, int ndims,
-                            const splat_dtype *dts, int ndts) {
+                            const splat_dtype *dts, int ndts, int64_t seq) {
   static const char *specs[] = {"window(37)",
                                 "causal & window(512,0)",
                                 "dilated(3,2) | dilated(2,3)",
@@ -756,7 +757,7 @@ static void attention_plans(splat_context *ctx, const char *filter, const int *d
     const ref_pattern *rp = splat_ref_pattern_find(specs[i]);
     if (filter && !strstr(specs[i], filter)) continue;
     mask m;
-    if (!rp || !mask_build(rp, 4096, 4096, &m)) {
+    if (!rp || !mask_build(rp, seq, seq, &m)) {
       printf("%s: %s\n", specs[i], rp ? "out of host memory" : "not a reference pattern");
       failed++;
       if (rp) free(m.rowp), free(m.cols);
@@ -780,6 +781,7 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   int quick = 0, device = 0, timeout = 900, attention_only = 0;
+  int64_t plans_seq = 4096;
   const char *filter = NULL, *dtype = NULL;
   int dims_full[4] = {64, 128, 40, 36}, ndims_full = 4, dims_given = 0;
   for (int i = 1; i < argc; i++) {
@@ -793,6 +795,8 @@ int main(int argc, char **argv) {
       filter = argv[++i];
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       dtype = argv[++i];
+    else if (!strcmp(argv[i], "--plans-seq") && i + 1 < argc)
+      plans_seq = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
       timeout = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
@@ -813,7 +817,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: %s [--quick | --attention-plans] [--device N] [--filter SUBSTR] "
-              "[--timeout S] [--dims LIST] [--dtype f32|f16|bf16]\n",
+              "[--timeout S] [--dims LIST] [--dtype f32|f16|bf16] [--plans-seq N]\n",
               argv[0]);
       return 2;
     }
@@ -935,7 +939,7 @@ int main(int argc, char **argv) {
   if (!quick) {
     static const int plan_dims[2] = {64, 40};
     attention_plans(ctx, filter, dims_given ? dims_full : plan_dims, dims_given ? ndims_full : 2,
-                    dts, ndts);
+                    dts, ndts, plans_seq);
     printf("attention-only plans: %d, %d of them with 192-row query tiles\n", attn_plans,
            attn_plans_192);
     if (gpu.cc_major == 9 && gpu.cc_minor == 0 && attn_plans >= 10 && attn_plans_192 == 0) {
