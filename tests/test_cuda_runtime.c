@@ -1445,13 +1445,18 @@ static void test_tile_rows(void) {
     int64_t seq;
     int head_dim, want;
     int64_t ntiles;
-  } cut[] = {{"blocked(512)", 4096, 64, 1, 24},   {"blocked(1024)", 4096, 64, 1, 24},
-             {"blocked(512)", 16384, 64, 1, 86},  {"blocked(512)", 16384, 128, 0, 0},
+  } cut[] = {{"blocked(512)", 4096, 64, 1, 24},
+             {"blocked(1024)", 4096, 64, 1, 24},
+             {"blocked(512)", 16384, 64, 1, 86},
+             {"blocked(512)", 16384, 128, 0, 0},
              {"blocked(1024)", 16384, 128, 0, 0}, /* no cut above head_dim 64 */
-             {"blocked(512)", 4096, 128, 0, 0},   {"blocked(512)", 4096, 48, 1, 22},
+             {"blocked(512)", 4096, 128, 0, 0},
+             {"blocked(512)", 4096, 48, 1, 22},
              {"blocked(256)", 4096, 64, 0, 0}, /* 192 + 64 a block: 1.5x, idle counted */
              {"blocked(640)", 4096, 64, 0, 0}, /* 3 x 192 + 64: 1.2x */
-             {"window(256)", 4096, 64, 1, 22}};
+             {"window(256)", 4096, 64, 1, 22},
+             /* Plain tiles refused for more work, not for straddling: no cut either. */
+             {"bigbird(512,1,1,2,7)", 16384, 64, 0, 0}};
   for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
     splat_pattern *w = NULL;
     splat__acsr wa;
@@ -1466,6 +1471,21 @@ static void test_tile_rows(void) {
            "%s at %lld, head_dim %d: take %d, %lld tiles", cut[i].spec, (long long)cut[i].seq,
            cut[i].head_dim, take, take ? (long long)t192.ntiles : 0LL);
     if (take) splat__tile_plan_free(&t192);
+    free_plans(w, &wa, &t128, 0, NULL, NULL);
+  }
+  /* Plain tiles refused for too few rounds (2 x 11 heads at 4096, head_dim 64: 22 x 22
+   * items, 3.7 rounds): no cut, though its 24 tiles a batch*head would make 4. */
+  {
+    splat_pattern *w = NULL;
+    splat__acsr wa;
+    splat__tile_plan t128, t192;
+    square_plan("blocked(512)", 4096, 128, &w, &wa, &t128);
+    const splat_plan_desc d = {2, 11, 11, 64, SPLAT_BF16, 0, 128, 8, SPLAT_OPS_ATTENTION};
+    int take = -1;
+    CHECK(splat__tile_rows_choose(&wa, &t128, 4096, &d, "sm_90a", 132, 0, &t192, &take) ==
+              SPLAT_OK &&
+          take == 0);
+    if (take > 0) splat__tile_plan_free(&t192);
     free_plans(w, &wa, &t128, 0, NULL, NULL);
   }
 }

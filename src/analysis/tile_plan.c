@@ -632,6 +632,10 @@ static int plan_order(builder *b, const int32_t *order, int64_t nreg, const int6
       free(key);
       return 0;
     }
+    if (b->saw_strided) { /* (the plan is left incomplete, as above) */
+      free(key);
+      return 1;
+    }
   }
   free(key);
   b->ntiles = ntiles;
@@ -640,7 +644,7 @@ static int plan_order(builder *b, const int32_t *order, int64_t nreg, const int6
   int64_t n = 0;
   for (int64_t i = 0; i < ntiles; i++) {
     splat__query_tile *qt = &b->tiles[i];
-    memcpy(runs + n, b->runs + qt->run_begin, (size_t)qt->nruns * sizeof *runs);
+    if (qt->nruns) memcpy(runs + n, b->runs + qt->run_begin, (size_t)qt->nruns * sizeof *runs);
     qt->run_begin = n;
     n += qt->nruns;
   }
@@ -775,7 +779,7 @@ static int64_t stretch_bounds(const splat__acsr *a, const int32_t *order, int64_
       const int64_t at[2] = {s0, p};
       for (int i = 0; i < 2; i++) {
         if (at[i] <= bd[nb] || at[i] >= nreg) continue;
-        if (nb + 2 > cap) {
+        if (nb + 3 > cap) { /* room for this bound and the last one, nreg */
           int64_t *g = realloc(bd, (size_t)(2 * cap) * sizeof *bd);
           if (!g) {
             free(bd);
@@ -803,6 +807,7 @@ static int64_t stretch_bounds(const splat__acsr *a, const int32_t *order, int64_
 static splat_status build_plan(const splat__acsr *a, int tile_q, int tile_k, int cut_rows,
                                splat__tile_plan *out, int *made) {
   if (made) *made = 0;
+  int cut_made = 0; /* *made once the plan is complete */
   if (!out) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "tile plan: out is NULL");
   memset(out, 0, sizeof *out);
   if (!a) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "tile plan: acsr is NULL");
@@ -886,7 +891,7 @@ static splat_status build_plan(const splat__acsr *a, int tile_q, int tile_k, int
   b.stop_at_strided = b.saw_strided = 0;
   if (!any_strided) { /* (a) complete: the plan */
     builder_take(&b, out);
-    if (made) *made = 1;
+    cut_made = cut_rows > 0;
     goto finish;
   }
   if (cut_rows > 0) goto discard; /* rows regrouped by class are never cut */
@@ -1015,6 +1020,7 @@ oom:
   st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "tile plan: out of memory (%lld rows, tile %dx%d)",
                    (long long)seq_q, tile_q, tile_k);
 done:
+  if (made) *made = st == SPLAT_OK && cut_made;
   free(cuts);
   free(b.tiles);
   free(b.runs);

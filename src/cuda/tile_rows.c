@@ -46,20 +46,26 @@ static double predicated_share(const splat__tile_plan *t) {
   return n ? (double)t->predicated_tiles / (double)n : 0;
 }
 
-int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
+/* splat__tile_rows_prefer_192, with the straddle test (SPLAT__TILE_ROWS_FULL ..) or without. */
+static int prefer(const splat__tile_rows_case *c, int straddle_test) {
   const splat__tile_plan *a = c->t128, *b = c->t192;
   if (!c->served || c->two_pass || splat__tile_plan_max_rows(b) <= 128) return 0;
   const double max_work = c->idle ? SPLAT__TILE_ROWS_MAX_SLOTS : SPLAT__TILE_ROWS_MAX_WORK;
   if ((double)c->work192 > max_work * (double)c->work128) return 0;
-  /* Rounds of 192-row items (sm_count unknown: as few as the predicated test needs). */
+  /* Rounds of 192-row items (sm_count unknown: as few as the straddle test needs). */
   const double rounds =
       c->sm_count > 0 ? (double)c->bh * (double)b->ntiles / (double)c->sm_count : 0;
   const double pa = predicated_share(a), pb = predicated_share(b);
-  if (c->head_dim > 48 && (c->head_dim > 64 || rounds < SPLAT__TILE_ROWS_STRADDLE_ROUNDS) &&
+  if (straddle_test && c->head_dim > 48 &&
+      (c->head_dim > 64 || rounds < SPLAT__TILE_ROWS_STRADDLE_ROUNDS) &&
       pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
     return 0;
   return c->sm_count <= 0 || rounds >= (c->head_dim > 64 ? SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE
                                                          : SPLAT__TILE_ROWS_MIN_ROUNDS);
+}
+
+int splat__tile_rows_prefer_192(const splat__tile_rows_case *c) {
+  return prefer(c, 1);
 }
 
 splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_plan *t128,
@@ -89,7 +95,7 @@ void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan 
   splat__tile_rows_case c = {t128,    t192, 0, 0, idle, 0, 0, (int)d->head_dim, d->batch * d->heads,
                              sm_count};
   weigh(&c, a, seq_k);
-  *take = splat__tile_rows_prefer_192(&c);
+  *take = prefer(&c, 1);
   if (*take) {
     splat__log(SPLAT__LOG_DEBUG,
                "plan: 192-row query tiles (their warpgroups' sub-tiles: %.3fx the 128-row "
@@ -97,15 +103,16 @@ void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan 
                (double)c.work192 / (double)c.work128);
     return;
   }
+  const int straddled = prefer(&c, 0); /* the straddle test alone refused them */
   splat__tile_plan_free(t192);
-  /* Tiles cut at the rows' stretches (blocks the 192-row tiles straddle), their idle
-   * warpgroups counted: built only here, where the plain 192-row tiles lose, at head_dim 32
-   * .. 64 (at 128, blocked(512) runs 0.98x on them; a failure to build them leaves the
-   * 128-row plan). */
+  /* Tiles cut at the rows' stretches (the blocks the 192-row tiles straddle), their idle
+   * warpgroups counted: built only here, where the straddle test alone refused the plain
+   * 192-row tiles, at head_dim 49 .. 64 (at 128, blocked(512) runs 0.98x on them; a failure
+   * to build them leaves the 128-row plan). */
   splat__tile_plan cut;
   int made = 0;
-  if (d->head_dim > 64 || splat__tile_plan_build_cut(a, 192, d->tile_k, &cut, &made) != SPLAT_OK ||
-      !made)
+  if (!straddled || d->head_dim > 64 ||
+      splat__tile_plan_build_cut(a, 192, d->tile_k, &cut, &made) != SPLAT_OK || !made)
     return;
   c.t192 = &cut;
   c.idle = 1;

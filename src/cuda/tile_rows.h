@@ -51,7 +51,7 @@ typedef struct splat__tile_rows_case {
  * and dilated windows 0.94-1.00x at 5.3 rounds (4096, batch 2, 16 heads), 1.05-1.06x at 21
  * (16384) on an H100 (bench/NOTES.md v73). */
 #define SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE 16
-/* Above head_dim 48 (at head_dim 33 .. 64 only below SPLAT__TILE_ROWS_STRADDLE_ROUNDS rounds
+/* Above head_dim 48 (at head_dim 49 .. 64 only below SPLAT__TILE_ROWS_STRADDLE_ROUNDS rounds
  * of 192-row items, or with the SMs unknown): a 128-row plan with at most this share of its
  * key tiles predicated keeps 128 rows where the 192-row plan's share is more than
  * SPLAT__TILE_ROWS_MORE_PREDICATED higher (blocks that 192-row tiles straddle: their items
@@ -87,7 +87,8 @@ splat_status splat__tile_rows_choose(const splat__acsr *a, const splat__tile_pla
  * splat__tile_rows_try holds: *take = 1 keeps it in *t192, else it is freed. Where it loses,
  * the plan cut at the rows' stretches (tile_plan.h splat__tile_plan_build_cut: blocks that
  * 192-row tiles straddle) is built and weighed as pass 2's are, its idle warpgroups counted,
- * at head_dim 32 .. 64; *take = 1 then puts that one in *t192. */
+ * where the straddle test (SPLAT__TILE_ROWS_FULL ..) alone refused the plain tiles, at
+ * head_dim 49 .. 64; *take = 1 then puts that one in *t192. */
 void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan *t128,
                                    int64_t seq_k, const splat_plan_desc *d, int sm_count, int idle,
                                    splat__tile_plan *t192, int *take);

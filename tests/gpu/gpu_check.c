@@ -795,9 +795,13 @@ int main(int argc, char **argv) {
       filter = argv[++i];
     else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
       dtype = argv[++i];
-    else if (!strcmp(argv[i], "--plans-seq") && i + 1 < argc)
+    else if (!strcmp(argv[i], "--plans-seq") && i + 1 < argc) {
       plans_seq = atoll(argv[++i]);
-    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+      if (plans_seq < 1 || plans_seq > 65536) {
+        fprintf(stderr, "--plans-seq %s: want a row count from 1 to 65536\n", argv[i]);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
       timeout = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--dims") && i + 1 < argc) {
       const char *s = argv[++i];
