@@ -1976,12 +1976,8 @@ static void test_attn_pass_rows(void) {
   d.head_dim = 32;
   CHECK(pass_rows_for(sw, 4096, &d, "sm_90a", 232448) == 1);
   CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 3);
-  /* Head_dim 128: pass 1 from 16 rounds (pass 2's rows would not be staged beside three
-   * warpgroups' stages). */
-  d.head_dim = 128;
-  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 1);
-  CHECK(pass_rows_for(sw, 16384, &d, "sm_90a", 232448) == 1);
-  CHECK(pass_rows_for(sw, 4096, &d, "sm_90a", 232448) == 0); /* 5.3 rounds */
+  d.head_dim = 128; /* not measured on three warpgroups (bench/NOTES.md v75) */
+  CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 0);
   d.head_dim = 96;
   CHECK(pass_rows_for(sw, 65536, &d, "sm_90a", 232448) == 0);
   d.head_dim = 64;
@@ -2218,10 +2214,9 @@ static void test_attn_epilogues(void) {
       /* At 16384 (256 keys a class) pass 2 has two warpgroups on 128-key tiles, and stages
        * its 128 rows too: one CTA an SM, within 227 KB. */
       /* At head_dim 128 and 4096 pass 2 (64-row classes) is narrow: one warpgroup, two
-       * CTAs an SM; pass 1, as `splat codegen` shows it (the SMs unknown: a plan on an H100
-       * keeps 128 rows below 16 rounds), takes 192-row tiles and three warpgroups. */
+       * CTAs an SM; pass 1 (128-row tiles) keeps two. */
       CHECK(pass_specs_for("strided(64) | window(64)", 4096, 128, "sm_90a", 0, ps, sh));
-      CHECKF(ps[0].warps == 12 && ps[1].warps == 4 && ps[1].stages == 2 &&
+      CHECKF(ps[0].warps == 8 && ps[1].warps == 4 && ps[1].stages == 2 &&
                  splat__kspec_ws_ctas_per_sm(&ps[1], 233472) == 2,
              "d128 passes: warps %d / %d", ps[0].warps, ps[1].warps);
       /* At head_dim 32 both passes run the warp-specialised kernel (as 64 columns); on

@@ -290,8 +290,8 @@ int main(void) {
   /* Three consumer warpgroups on 192-row tiles (16-bit head_dim 32 .. 64 with 128-key
    * sub-tiles, 128 with 64-key ones; no gather: kgen.c splat__kspec_plan with warpgroups 3),
    * one to three segments a row where the shared memory takes them, with the plain epilogue
-   * (split tiles take two), and pass 1 of a two-pass plan in bf16. The opt-in of
-   * SPLAT_ATTN_WARPGROUPS=3 allows the tiles. */
+   * (split tiles take two), and pass 1 of a two-pass plan in bf16 up to head_dim 64. The
+   * opt-in of SPLAT_ATTN_WARPGROUPS=3 allows the tiles. */
   setenv("SPLAT_ATTN_WARPGROUPS", "3", 1);
   for (int t = 1; t < 3; t++) {
     const int d3[4] = {32, 48, 64, 128};
@@ -304,14 +304,14 @@ int main(void) {
         /* Pass 1 of a two-pass plan on 192-row tiles (bf16, one or two segments a row, as
          * attn_passes.c splat__attn_pass_rows limits it), beside a pass 2 of two warpgroups,
          * and beside a pass 2 of one segment on three (its staged rows in shared memory). */
-        if (dts[t] == SPLAT_BF16 && segs <= 2) {
+        if (dts[t] == SPLAT_BF16 && segs <= 2 && d3[d] <= 64) {
           splat__kspec p1 = s, p2;
           p1.epi = SPLAT_EPI_PASS1;
           splat__kspec_init(&p2, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], 1, 128, 128);
           CHECK(splat__kspec_use_wgmma(&p2, SPLAT__WGMMA_WS, 2, 0) && p2.warps == 8);
           p2.epi = SPLAT_EPI_PASS2;
           add_program_with(&p1, &p2, "sm_90a");
-          if (segs == 1 && d3[d] <= 64) { /* at 128 its rows would not be staged */
+          if (segs == 1) {
             splat__kspec p3;
             splat__kspec_init(&p3, SPLAT__KOP_ATTENTION, dts[t], dts[t], dts[t], d3[d], 1, 192,
                               128);

@@ -28,11 +28,11 @@ double splat__attn_passes_bytes(int64_t batch, int64_t heads, int64_t seq_q, int
          SPLAT_ROWPART_BYTES(head_dim, dt == SPLAT_BF16);
 }
 
-/* The passes' 192-row tiles: bf16 at head_dim 32 .. 64 and 128 (f16's pass 1 and 72 .. 120 were
- * not measured on three warpgroups; at 128 pass 2 takes them only with its rows staged,
- * take_rows, which the shared memory does not hold: pass 1 alone; bench/NOTES.md v75). */
+/* The passes' 192-row tiles: bf16 at head_dim 32 .. 64 (f16's pass 1 and 72 .. 128 were not
+ * measured on three warpgroups; at 128 pass 1 compiles there without spills, 211-220 KB, and
+ * pass 2 would not stage its rows: bench/NOTES.md v75). */
 static int pass_rows_dtype_dims(const splat_plan_desc *d) {
-  return d->dtype == SPLAT_BF16 && (d->head_dim <= 64 || d->head_dim == 128);
+  return d->dtype == SPLAT_BF16 && d->head_dim <= 64;
 }
 
 /* The passes' shapes from their ACSRs and plans (over the regular rows, the same in both). */
