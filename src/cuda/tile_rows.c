@@ -118,7 +118,7 @@ void splat__tile_rows_choose_built(const splat__acsr *a, const splat__tile_plan 
   c.idle = 1;
   c.work128 = c.work192 = 0;
   weigh(&c, a, seq_k);
-  *take = splat__tile_rows_prefer_192(&c);
+  *take = prefer(&c, 1);
   if (!*take) {
     splat__tile_plan_free(&cut);
     return;
