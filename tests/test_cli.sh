@@ -115,6 +115,20 @@ check "codegen: window(256)'s fused attention takes 192-row tiles" $?
 "$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg1" && contains "$tmp/out" "96 query tiles"
 check "codegen: blocked(512) takes 192-row tiles cut at its blocks" $?
+# With the SMs named, the rounds count: blocked(512) at 16384 on an H100 (2 x 16 heads, 132 SMs,
+# 21 rounds) takes plain 192-row tiles (86), with one head too few rounds for any; blocked(1024)
+# at head_dim 128 takes them (21 points more predicated), blocked(512) not (39).
+"$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
+contains "$tmp/out" "86 query tiles" && contains "$tmp/out" "batch 2 x heads 16 on 132 SMs"
+check "codegen --sms: blocked(512) on an H100 takes plain 192-row tiles" $?
+"$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only --sms 132 >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen --sms: one head's items keep 128-row tiles" $?
+"$SPLAT" codegen "blocked(1024)" --seq 16384 --head-dim 128 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
+contains "$tmp/out" "query tiles of 192 rows"; check "codegen --sms: blocked(1024) at head_dim 128 takes 192-row tiles" $?
+"$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 128 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
+! contains "$tmp/out" "query tiles of 192 rows"; check "codegen --sms: blocked(512) at head_dim 128 keeps 128-row tiles" $?
+"$SPLAT" codegen "window(8)" --seq 64 --head-dim 64 --dtype bf16 --sms -1 --source-only >"$tmp/out" 2>&1; test $? -eq 2; check "codegen --sms -1 exits 2" $?
+contains "$tmp/out" "--sms expects an integer"; check "codegen names the bad --sms" $?
 "$SPLAT" codegen "blocked(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
 contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen: blocked(256) keeps 128-row tiles at head_dim 64" $?
 "$SPLAT" codegen "window(256)" --seq 16384 --head-dim 64 --dtype bf16 --source-only >"$tmp/out" 2>&1

@@ -86,6 +86,10 @@ static const char *usage_codegen =
     "  --dtype T         f32, f16 or bf16 (or float32, fp16, bfloat16, ...) (required)\n"
     "  --arch A          target, e.g. sm_90a, sm_80 [sm_90a]\n"
     "  --op OP           sddmm, softmax, spmm, attention or all [all]\n"
+    "  --batch B         batch of the plan whose tiles are shown [1]\n"
+    "  --heads H         heads of that plan [1]\n"
+    "  --sms N           the device's SMs, which the choice of 192-row query tiles counts\n"
+    "                    rounds of (132 on an H100 SXM); 0: unknown [0]\n"
     "  --source-only     print the sources, do not compile\n";
 
 static const char *usage_cache =
@@ -645,10 +649,10 @@ static int cmd_codegen(int argc, char **argv) {
     return 0;
   }
   const char *spec = NULL, *arch = "sm_90a", *opname = "all";
-  int64_t seq = 0, seq_k = 0, head_dim = 0;
+  int64_t seq = 0, seq_k = 0, head_dim = 0, batch = 1, heads = 1, sms = 0;
   int dtype = -1, source_only = 0;
-  static const char *const value_opts[] = {"--seq",  "--seq-k", "--head-dim", "--dtype",
-                                           "--arch", "--op",    NULL};
+  static const char *const value_opts[] = {"--seq", "--seq-k", "--head-dim", "--dtype", "--arch",
+                                           "--op",  "--batch", "--heads",    "--sms",   NULL};
   if (repeated_option("codegen", argc, argv, value_opts)) return 2;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -656,6 +660,11 @@ static int cmd_codegen(int argc, char **argv) {
       int64_t *dst = !strcmp(a, "--seq") ? &seq : !strcmp(a, "--seq-k") ? &seq_k : &head_dim;
       if (!parse_int(a, v, 1, !strcmp(a, "--head-dim") ? SPLAT_MAX_HEAD_DIM : (int64_t)1 << 30,
                      dst))
+        return 2;
+      i++;
+    } else if (!strcmp(a, "--batch") || !strcmp(a, "--heads") || !strcmp(a, "--sms")) {
+      int64_t *dst = !strcmp(a, "--batch") ? &batch : !strcmp(a, "--heads") ? &heads : &sms;
+      if (!parse_int(a, v, dst == &sms ? 0 : 1, dst == &sms ? 4096 : (int64_t)1 << 20, dst))
         return 2;
       i++;
     } else if (!strcmp(a, "--dtype") || !strcmp(a, "--arch") || !strcmp(a, "--op")) {
@@ -725,21 +734,28 @@ static int cmd_codegen(int argc, char **argv) {
   splat_status st = splat_pattern_parse(spec, seq, seq_k, &p);
   if (st != SPLAT_OK) return fail("parsing the pattern", st, NULL);
   /* The query tile a plan would take (tile_rows.h): for the fused attention alone
-   * (--op attention), 192 rows where the rule takes them with the device's SMs unknown. */
+   * (--op attention), 192 rows where the rule takes them for --batch x --heads on --sms SMs. */
   int tile_q = splat__kspec_default_tile_q((splat_dtype)dtype, head_dim), take = 0;
   splat_report rep;
   memset(&rep, 0, sizeof rep);
   if (tile_q == 128 && only == SPLAT__KOP_ATTENTION) {
-    const splat_plan_desc d = {
-        1, 1, 1, head_dim, (splat_dtype)dtype, 0, 128, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
+    const splat_plan_desc d = {batch,
+                               heads,
+                               heads,
+                               head_dim,
+                               (splat_dtype)dtype,
+                               0,
+                               128,
+                               SPLAT_MAX_SEGMENTS,
+                               SPLAT_OPS_ATTENTION};
     splat__acsr a;
     splat__tile_plan t128, t192;
     st = splat__acsr_build(p, SPLAT_MAX_SEGMENTS, &a);
     if (st == SPLAT_OK) {
       st = splat__tile_plan_build(&a, 128, 128, &t128);
       if (st == SPLAT_OK) {
-        st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, 0, 0, &t192,
-                                     &take);
+        st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, (int)sms, 0,
+                                     &t192, &take);
         /* The report of the tiles taken (192 rows may be cut at the rows' stretches). */
         if (take) {
           st = splat__report_build(&a, &t192, &rep);
@@ -772,7 +788,7 @@ static int cmd_codegen(int argc, char **argv) {
   const int attention = only < 0 || only == SPLAT__KOP_ATTENTION;
   if (st == SPLAT_OK && attention && specs[SPLAT__KOP_ATTENTION].tile)
     st = splat__attn_passes_of_pattern(p, rep.tile_q, rep.tile_k, (int)head_dim, (splat_dtype)dtype,
-                                       arch, &two_pass, shape, &split);
+                                       batch, heads, arch, (int)sms, &two_pass, shape, &split);
   splat_pattern_destroy(p);
   if (st != SPLAT_OK) return fail("splat codegen", st, NULL);
   /* Each pass's tile kernel for its own rows, as plan creation does (one pass where either
@@ -798,22 +814,30 @@ static int cmd_codegen(int argc, char **argv) {
       (long long)rep.key_runs);
   if (attention && specs[SPLAT__KOP_ATTENTION].tile)
     printf(
-        "// fused attention: %s (as a plan decides it at batch 1, heads 1: a plan whose two-pass "
-        "workspace would exceed 4 GiB runs one pass)\n",
+        "// fused attention: %s (as a plan of batch %lld x heads %lld decides it: a plan whose "
+        "two-pass workspace would exceed 4 GiB runs one pass)\n",
         two_pass ? "two passes"
         : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
-                 : "one pass");
+                 : "one pass",
+        (long long)batch, (long long)heads);
+  /* Where the 192-row tiles were chosen: the rule counts rounds of the SMs (--sms). */
+  char where[96];
+  if (sms)
+    snprintf(where, sizeof where, "batch %lld x heads %lld on %lld SMs", (long long)batch,
+             (long long)heads, (long long)sms);
+  else
+    snprintf(where, sizeof where, "the SMs unknown (--sms: its rounds counted)");
   if (take)
     printf(
-        "// query tiles of 192 rows: a plan of the fused attention alone takes them where "
-        "its batch x heads x query tiles fill 4 rounds of the SMs, else 128 "
-        "(docs/cuda.md, Query tiles)\n");
+        "// query tiles of 192 rows, as a plan of the fused attention alone takes them with %s "
+        "(docs/cuda.md, Query tiles)\n",
+        where);
   for (int k = 0; k < 2; k++)
     if (two_pass && shape[k].wg3)
       printf(
-          "// pass %d on query tiles of 192 rows: a plan takes them where its batch x heads x "
-          "pass-%d tiles fill 4 rounds of the SMs, else 128 (docs/cuda.md, Query tiles)\n",
-          k + 1, k + 1);
+          "// pass %d on query tiles of 192 rows, as a plan takes them with %s (docs/cuda.md, "
+          "Query tiles)\n",
+          k + 1, where);
   /* Every selected program (an op's row kernel, its tile kernel when it has one, and an
    * attention tile kernel's second pass or merge kernel) is
    * compiled (or read from the caches) concurrently, as plan creation does; each one's time

@@ -276,7 +276,8 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
 }
 
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, splat_dtype dt, const char *arch,
+                                           int head_dim, splat_dtype dt, int64_t batch,
+                                           int64_t heads, const char *arch, int sm_count,
                                            int *two_pass, splat__attn_pass_shape shape[2],
                                            int *split) {
   *two_pass = *split = 0;
@@ -289,14 +290,15 @@ splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, i
   st = splat__tile_plan_build(&a, tile_q, tile_k, &single);
   int npass = 0;
   if (st == SPLAT_OK)
-    st = splat__attn_passes_plan(&a, &single, 1, 1, head_dim, dt, NULL, pass, part, shape, &npass);
+    st = splat__attn_passes_plan(&a, &single, batch, heads, head_dim, dt, NULL, pass, part, shape,
+                                 &npass);
   if (st == SPLAT_OK && npass && tile_q == 128) {
     const splat_plan_desc d = {
-        1, 1, 1, head_dim, dt, 0, tile_k, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
+        batch, heads, heads, head_dim, dt, 0, tile_k, SPLAT_MAX_SEGMENTS, SPLAT_OPS_ATTENTION};
     splat_report rep;
     memset(&rep, 0, sizeof rep);
     int take[2];
-    st = splat__attn_pass_rows(part, pass, shape, &rep, a.seq_k, &d, arch, 0, 0, NULL, take);
+    st = splat__attn_pass_rows(part, pass, shape, &rep, a.seq_k, &d, arch, sm_count, 0, NULL, take);
   }
   if (npass) {
     *two_pass = st == SPLAT_OK;

@@ -122,12 +122,13 @@ splat_status splat__attn_pass_specs(splat__kspec spec[2], const splat__attn_pass
 
 /* For `splat codegen` (no plan, no GPU): whether a plan of pattern p with the default K
  * and tile shape tile_q x tile_k would run its fused attention in two passes (as
- * splat__attn_passes_plan decides it for batch = heads = 1: the workspace limit aside), in
- * *two_pass, with the passes' shapes in shape[0..1] (each on 192-row tiles where
- * splat__attn_pass_rows takes them on arch, tile_q 128 being splat's default and the SMs
- * unknown), and whether SPLAT_ATTN_SPLIT asks for split tiles (one pass only), in *split. */
+ * splat__attn_passes_plan decides it for batch x heads), in *two_pass, with the passes'
+ * shapes in shape[0..1] (each on 192-row tiles where splat__attn_pass_rows takes them on arch
+ * with sm_count SMs, 0: unknown, tile_q 128 being splat's default), and whether
+ * SPLAT_ATTN_SPLIT asks for split tiles (one pass only), in *split. */
 splat_status splat__attn_passes_of_pattern(const splat_pattern *p, int tile_q, int tile_k,
-                                           int head_dim, splat_dtype dt, const char *arch,
+                                           int head_dim, splat_dtype dt, int64_t batch,
+                                           int64_t heads, const char *arch, int sm_count,
                                            int *two_pass, splat__attn_pass_shape shape[2],
                                            int *split);
 
