@@ -1439,7 +1439,7 @@ static void test_tile_rows(void) {
    * 16 rounds, where those tiles lose, tiles cut at the blocks (splat__tile_plan_build_cut:
    * 192, 192, 128 rows a block of 512), their idle warpgroups counted (at most 1.15x the
    * sub-tiles), in as many rounds as the plain ones need; from 16 rounds, and at head_dim
-   * 48, the plain tiles; at 128 neither. */
+   * 48, the plain tiles; at 128 the plain ones where they straddle less (blocked(1024)). */
   static const struct {
     const char *spec;
     int64_t seq;
@@ -1449,7 +1449,12 @@ static void test_tile_rows(void) {
              {"blocked(1024)", 4096, 64, 1, 24},
              {"blocked(512)", 16384, 64, 1, 86},
              {"blocked(512)", 16384, 128, 0, 0},
-             {"blocked(1024)", 16384, 128, 0, 0}, /* no cut above head_dim 64 */
+             /* Above head_dim 64 no cut; plain tiles 21 points more predicated from 16
+              * rounds (blocked(1024)), not 33 or 39 (blocked(640), (512)) nor below 16. */
+             {"blocked(1024)", 16384, 128, 1, 86},
+             {"blocked(1024)", 65536, 128, 1, 342},
+             {"blocked(640)", 16384, 128, 0, 0},
+             {"blocked(1024)", 4096, 128, 0, 0},
              {"blocked(512)", 4096, 128, 0, 0},
              {"blocked(512)", 4096, 48, 1, 22},
              {"blocked(256)", 4096, 64, 0, 0}, /* 192 + 64 a block: 1.5x, idle counted */
@@ -1961,8 +1966,8 @@ static void test_attn_pass_rows(void) {
   splat__attn_pass_shape sh8[2];
   int two = 0, split = 0;
   CHECK(splat_pattern_parse(s8, 4096, 4096, &p8) == SPLAT_OK &&
-        splat__attn_passes_of_pattern(p8, 128, 128, 64, SPLAT_BF16, NULL, &two, sh8, &split) ==
-            SPLAT_OK &&
+        splat__attn_passes_of_pattern(p8, 128, 128, 64, SPLAT_BF16, 1, 1, NULL, 0, &two, sh8,
+                                      &split) == SPLAT_OK &&
         two && sh8[0].segs == 8);
   splat_pattern_destroy(p8);
   CHECK(pass_rows_for(s8, 4096, &d, "sm_90a", 232448) == 0);
@@ -2009,8 +2014,8 @@ static int pass_specs_for(const char *spec, int64_t seq, int head_dim, const cha
   int two = 0, split = 0, kernels = 0;
   CHECK(splat_pattern_parse(spec, seq, seq, &p) == SPLAT_OK &&
         splat_analyze(p, 0, 0, 0, &r) == SPLAT_OK);
-  CHECK(splat__attn_passes_of_pattern(p, r.tile_q, r.tile_k, head_dim, SPLAT_BF16, arch, &two, sh,
-                                      &split) == SPLAT_OK);
+  CHECK(splat__attn_passes_of_pattern(p, r.tile_q, r.tile_k, head_dim, SPLAT_BF16, 1, 1, arch, 0,
+                                      &two, sh, &split) == SPLAT_OK);
   if (two)
     CHECK(splat__attn_pass_specs(ps, sh, &r, SPLAT_BF16, head_dim, smem_optin, arch, &kernels) ==
           SPLAT_OK);
@@ -2158,8 +2163,8 @@ static void test_attn_epilogues(void) {
   const char *specs[] = {"strided(64) | window(64)", "window(256)"};
   for (int i = 0; i < 2; i++) {
     CHECK(splat_pattern_parse(specs[i], 4096, 4096, &pat) == SPLAT_OK);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, NULL, &two, shape, &split) ==
-          SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, 1, 1, NULL, 0, &two, shape,
+                                        &split) == SPLAT_OK);
     CHECKF(two == (i == 0) && split == 0, "%s: two %d split %d", specs[i], two, split);
     /* strided(64) | window(64): the window's pass first, in 128-row tiles, split around
      * the lattice points; then the strided pass, in phase classes of 64 rows, each row's
@@ -2259,12 +2264,12 @@ static void test_attn_epilogues(void) {
       CHECK(splat__kspec_tile_smem(&one) == splat__kspec_tile_smem(&p2_unstaged));
     }
     setenv("SPLAT_ATTN_SPLIT", "2", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, NULL, &two, shape, &split) ==
-          SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, 1, 1, NULL, 0, &two, shape,
+                                        &split) == SPLAT_OK);
     CHECKF(two == (i == 0) && split == (i == 1), "%s: two %d split %d", specs[i], two, split);
     setenv("SPLAT_ATTN_PASSES", "0", 1);
-    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, NULL, &two, shape, &split) ==
-          SPLAT_OK);
+    CHECK(splat__attn_passes_of_pattern(pat, 128, 128, 64, SPLAT_BF16, 1, 1, NULL, 0, &two, shape,
+                                        &split) == SPLAT_OK);
     CHECK(two == 0 && split == 1);
     unsetenv("SPLAT_ATTN_SPLIT");
     unsetenv("SPLAT_ATTN_PASSES");

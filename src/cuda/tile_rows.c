@@ -14,7 +14,8 @@
  *     head_dim 32 and 48, whose sub-tiles cost less, it gains 1.03-1.10x.
  * So: at most 5% more sub-tiles; above head_dim 48, where the 128-row plan runs nearly all its
  * key tiles full (at most 10% predicated), not 15 points more of them predicated (blocked(512):
- * 0-3% -> 37-40%; causal 0.4-6% -> 0.8-12%, fixed(256,32) at 16384 6% -> 16% gain); and at
+ * 0-3% -> 37-40%; causal 0.4-6% -> 0.8-12%, fixed(256,32) at 16384 6% -> 16% gain; above
+ * head_dim 64, 30 points: blocked(1024), 0 -> 21%, gains there, bench/NOTES.md v76); and at
  * least 4 rounds of items: fewer, longer items leave more of the last round empty (windows,
  * causal and dilated windows with batch 1: 1.3 rounds (2048) 0.87-0.92x, 2.7 rounds (4096)
  * 1.02x, against 5.3 rounds (4096, batch 2) 1.03-1.05x). */
@@ -58,7 +59,9 @@ static int prefer(const splat__tile_rows_case *c, int straddle_test) {
   const double pa = predicated_share(a), pb = predicated_share(b);
   if (straddle_test && c->head_dim > 48 &&
       (c->head_dim > 64 || rounds < SPLAT__TILE_ROWS_STRADDLE_ROUNDS) &&
-      pa <= SPLAT__TILE_ROWS_FULL && pb - pa > SPLAT__TILE_ROWS_MORE_PREDICATED)
+      pa <= SPLAT__TILE_ROWS_FULL &&
+      pb - pa > (c->head_dim > 64 ? SPLAT__TILE_ROWS_MORE_PREDICATED_WIDE
+                                  : SPLAT__TILE_ROWS_MORE_PREDICATED))
     return 0;
   return c->sm_count <= 0 || rounds >= (c->head_dim > 64 ? SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE
                                                          : SPLAT__TILE_ROWS_MIN_ROUNDS);

@@ -60,6 +60,10 @@ typedef struct splat__tile_rows_case {
  * H100), at 128 blocked(512) 0.97-0.98x (bench/NOTES.md v74). */
 #define SPLAT__TILE_ROWS_FULL 0.10
 #define SPLAT__TILE_ROWS_MORE_PREDICATED 0.15
+/* The same above head_dim 64, where the test applies at any round count: blocked(1024), 21-22
+ * points more predicated, runs 1.09x (16384) and 1.05x (65536) faster on 192-row tiles,
+ * blocked(512), 39-40 points more, 0.97-0.98x (H100, bench/NOTES.md v76). */
+#define SPLAT__TILE_ROWS_MORE_PREDICATED_WIDE 0.30
 #define SPLAT__TILE_ROWS_STRADDLE_ROUNDS 16
 
 /* 1 when the 192-row plan should replace the 128-row one: it runs on three consumer
