@@ -126,7 +126,18 @@ contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128"; check "codegen --sms: on
 "$SPLAT" codegen "blocked(1024)" --seq 16384 --head-dim 128 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
 contains "$tmp/out" "query tiles of 192 rows"; check "codegen --sms: blocked(1024) at head_dim 128 takes 192-row tiles" $?
 "$SPLAT" codegen "blocked(512)" --seq 16384 --head-dim 128 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
-! contains "$tmp/out" "query tiles of 192 rows"; check "codegen --sms: blocked(512) at head_dim 128 keeps 128-row tiles" $?
+contains "$tmp/out" "query tiles of 128 rows, as a plan of the fused attention alone takes them with batch 2 x heads 16 on 132 SMs" && contains "$tmp/out" "splat_attn_ws_bf16_d128_q128"
+check "codegen --sms: blocked(512) at head_dim 128 keeps 128-row tiles" $?
+# The passes of a two-pass plan count the rounds too: strided(64) | window(64) at 16384 puts
+# its first pass on 192 rows with the SMs unknown and for 2 x 16 heads on 132 SMs, not for one.
+"$SPLAT" codegen "strided(64) | window(64)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg2_pass1"; check "codegen: pass 1 on 192 rows, the SMs unknown" $?
+"$SPLAT" codegen "strided(64) | window(64)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only --sms 132 >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q128_k128_kt128_s4_seg2_pass1"; check "codegen --sms: one head keeps pass 1 on 128 rows" $?
+"$SPLAT" codegen "strided(64) | window(64)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only --sms 132 --batch 2 --heads 16 >"$tmp/out" 2>&1
+contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg2_pass1" && contains "$tmp/out" "pass 1 on query tiles of 192 rows"
+check "codegen --sms: 2 x 16 heads put pass 1 on 192 rows" $?
+"$SPLAT" codegen "window(8)" --seq 64 --head-dim 64 --dtype bf16 --heads 65537 --source-only >"$tmp/out" 2>&1; test $? -eq 2; check "codegen --heads 65537 exits 2" $?
 "$SPLAT" codegen "window(8)" --seq 64 --head-dim 64 --dtype bf16 --sms -1 --source-only >"$tmp/out" 2>&1; test $? -eq 2; check "codegen --sms -1 exits 2" $?
 contains "$tmp/out" "--sms expects an integer"; check "codegen names the bad --sms" $?
 "$SPLAT" codegen "blocked(256)" --seq 16384 --head-dim 64 --dtype bf16 --op attention --source-only >"$tmp/out" 2>&1

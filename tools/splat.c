@@ -87,9 +87,10 @@ static const char *usage_codegen =
     "  --arch A          target, e.g. sm_90a, sm_80 [sm_90a]\n"
     "  --op OP           sddmm, softmax, spmm, attention or all [all]\n"
     "  --batch B         batch of the plan whose tiles are shown [1]\n"
-    "  --heads H         heads of that plan [1]\n"
+    "  --heads H         heads of that plan, 1..65536 [1]\n"
     "  --sms N           the device's SMs, which the choice of 192-row query tiles counts\n"
     "                    rounds of (132 on an H100 SXM); 0: unknown [0]\n"
+    "                    (--batch, --heads and --sms matter to the fused attention only)\n"
     "  --source-only     print the sources, do not compile\n";
 
 static const char *usage_cache =
@@ -664,8 +665,9 @@ static int cmd_codegen(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--batch") || !strcmp(a, "--heads") || !strcmp(a, "--sms")) {
       int64_t *dst = !strcmp(a, "--batch") ? &batch : !strcmp(a, "--heads") ? &heads : &sms;
-      if (!parse_int(a, v, dst == &sms ? 0 : 1, dst == &sms ? 4096 : (int64_t)1 << 20, dst))
-        return 2;
+      /* heads as splat_plan_create takes them (1 .. 65536) */
+      const int64_t hi = dst == &sms ? 4096 : dst == &heads ? 65536 : (int64_t)1 << 20;
+      if (!parse_int(a, v, dst == &sms ? 0 : 1, hi, dst)) return 2;
       i++;
     } else if (!strcmp(a, "--dtype") || !strcmp(a, "--arch") || !strcmp(a, "--op")) {
       if (!v) {
@@ -820,18 +822,18 @@ static int cmd_codegen(int argc, char **argv) {
         : split  ? "one pass, split tiles (SPLAT_ATTN_SPLIT)"
                  : "one pass",
         (long long)batch, (long long)heads);
-  /* Where the 192-row tiles were chosen: the rule counts rounds of the SMs (--sms). */
+  /* How the query tiles were chosen: the rule counts rounds of the SMs (--sms). */
   char where[96];
   if (sms)
     snprintf(where, sizeof where, "batch %lld x heads %lld on %lld SMs", (long long)batch,
              (long long)heads, (long long)sms);
   else
-    snprintf(where, sizeof where, "the SMs unknown (--sms: its rounds counted)");
-  if (take)
+    snprintf(where, sizeof where, "the SMs unknown, rounds not counted (--sms N counts them)");
+  if (only == SPLAT__KOP_ATTENTION && specs[SPLAT__KOP_ATTENTION].tile)
     printf(
-        "// query tiles of 192 rows, as a plan of the fused attention alone takes them with %s "
-        "(docs/cuda.md, Query tiles)\n",
-        where);
+        "// query tiles of %d rows, as a plan of the fused attention alone takes them with %s "
+        "(docs/cuda.md, Query tiles; not shown: the last round's split)\n",
+        rep.tile_q, where);
   for (int k = 0; k < 2; k++)
     if (two_pass && shape[k].wg3)
       printf(

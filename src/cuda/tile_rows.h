@@ -71,7 +71,8 @@ typedef struct splat__tile_rows_case {
  * most SPLAT__TILE_ROWS_MAX_WORK times the sub-tiles (idle: SPLAT__TILE_ROWS_MAX_SLOTS); above
  * head_dim 48 (at 64 and below, below 16 rounds), it does not predicate much more of a plan
  * the 128-row one runs nearly full (SPLAT__TILE_ROWS_FULL, SPLAT__TILE_ROWS_MORE_PREDICATED,
- * SPLAT__TILE_ROWS_STRADDLE_ROUNDS); and its work items fill at least
+ * above head_dim 64 SPLAT__TILE_ROWS_MORE_PREDICATED_WIDE; SPLAT__TILE_ROWS_STRADDLE_ROUNDS);
+ * and its work items fill at least
  * SPLAT__TILE_ROWS_MIN_ROUNDS rounds of the SMs (SPLAT__TILE_ROWS_MIN_ROUNDS_WIDE above
  * head_dim 64; where sm_count is known). */
 int splat__tile_rows_prefer_192(const splat__tile_rows_case *c);
