@@ -1095,6 +1095,29 @@ static void test_tile_tail(void) {
            "SPLAT_ATTN_TAIL=%s", bad[i]);
   }
   unsetenv("SPLAT_ATTN_TAIL");
+  /* The whole step: as the rule picks (one tile of window(95) split: 24 tiles), none for a
+   * grid of one CTA an item, SPLAT_ATTN_TAIL's count (capped so a tile of 192 rows stays),
+   * and SPLAT_ATTN_TAIL's error. */
+  static const struct {
+    const char *tail;
+    int persistent;
+    int64_t split, ntiles;
+    splat_status st;
+  } apply[] = {{NULL, 1, 1, 24, SPLAT_OK},    {NULL, 0, 0, 22, SPLAT_OK},
+               {"0", 1, 0, 22, SPLAT_OK},     {"2", 0, 2, 26, SPLAT_OK},
+               {"1000", 1, 20, 62, SPLAT_OK}, {"two", 1, 0, 22, SPLAT_ERR_INVALID_ARGUMENT}};
+  for (size_t i = 0; i < sizeof apply / sizeof *apply; i++) {
+    square_plan("window(95)", 4096, 192, &pat, &a, &t);
+    if (apply[i].tail) setenv("SPLAT_ATTN_TAIL", apply[i].tail, 1);
+    int64_t split = -1;
+    const splat_status st = splat__tile_tail_apply(&t, 32, 132, apply[i].persistent, &split);
+    CHECKF(st == apply[i].st && split == apply[i].split && t.ntiles == apply[i].ntiles,
+           "tail %s, persistent %d: status %d, %lld split, %lld tiles",
+           apply[i].tail ? apply[i].tail : "unset", apply[i].persistent, (int)st, (long long)split,
+           (long long)t.ntiles);
+    unsetenv("SPLAT_ATTN_TAIL");
+    free_plans(pat, &a, &t, 0, NULL, NULL);
+  }
 }
 
 /* Checks sub-tile ls of a run of group (p, d, w) from gathered index base against the

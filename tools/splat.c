@@ -20,6 +20,7 @@
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
 #include "cuda/tile_rows.h"
+#include "cuda/tile_tail.h"
 #include "splat.h"
 
 static const char *usage_main =
@@ -738,6 +739,7 @@ static int cmd_codegen(int argc, char **argv) {
   /* The query tile a plan would take (tile_rows.h): for the fused attention alone
    * (--op attention), 192 rows where the rule takes them for --batch x --heads on --sms SMs. */
   int tile_q = splat__kspec_default_tile_q((splat_dtype)dtype, head_dim), take = 0;
+  int64_t tail_split = 0; /* 192-row tiles split into 64-row ones for the last round */
   splat_report rep;
   memset(&rep, 0, sizeof rep);
   if (tile_q == 128 && only == SPLAT__KOP_ATTENTION) {
@@ -758,9 +760,15 @@ static int cmd_codegen(int argc, char **argv) {
       if (st == SPLAT_OK) {
         st = splat__tile_rows_choose(&a, &t128, splat_pattern_seq_k(p), &d, arch, (int)sms, 0,
                                      &t192, &take);
-        /* The report of the tiles taken (192 rows may be cut at the rows' stretches). */
+        /* The report of the tiles taken (192 rows may be cut at the rows' stretches), with
+         * the SMs known their last round's split too (one CTA of three consumer warpgroups
+         * an SM). */
+        int persistent = 1;
+        if (take && sms && st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
+        if (take && sms && st == SPLAT_OK)
+          st = splat__tile_tail_apply(&t192, batch * heads, sms, persistent, &tail_split);
         if (take) {
-          st = splat__report_build(&a, &t192, &rep);
+          if (st == SPLAT_OK) st = splat__report_build(&a, &t192, &rep);
           splat__tile_plan_free(&t192);
         }
         splat__tile_plan_free(&t128);
@@ -831,9 +839,12 @@ static int cmd_codegen(int argc, char **argv) {
     snprintf(where, sizeof where, "the SMs unknown, rounds not counted (--sms N counts them)");
   if (only == SPLAT__KOP_ATTENTION && specs[SPLAT__KOP_ATTENTION].tile)
     printf(
-        "// query tiles of %d rows, as a plan of the fused attention alone takes them with %s "
-        "(docs/cuda.md, Query tiles; not shown: the last round's split)\n",
-        rep.tile_q, where);
+        "// query tiles of %d rows, as a plan of the fused attention alone takes them with %s"
+        "%s (docs/cuda.md, Query tiles)\n",
+        rep.tile_q, where,
+        tail_split ? ", the last round's lightest split into 64-row tiles"
+        : sms      ? ""
+                   : " (the last round's split not shown)");
   for (int k = 0; k < 2; k++)
     if (two_pass && shape[k].wg3)
       printf(

@@ -631,23 +631,15 @@ int splat__cuda_plan_tries_rows192(const splat_plan *plan) {
 static splat_status split_last_round(const splat_plan *plan, const splat__kspec *attn,
                                      splat__tile_plan *t192, splat_report *r192) {
   const splat__cuda_device *dev = &plan->ctx->cuda->dev;
-  int64_t m = -1;
   int persistent = 1; /* one CTA an item has no last round */
-  splat_status st = splat__tile_tail_env(&m);
-  if (st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
-  if (st != SPLAT_OK) return st;
-  if (m < 0 && !persistent) m = 0;
-  if (m < 0) {
-    const int64_t ctas =
-        (int64_t)dev->sm_count * splat__kspec_ws_ctas_per_sm(attn, dev->max_smem_per_sm);
-    m = splat__tile_tail_choose(t192, plan->desc.batch * plan->desc.heads, ctas, 64,
-                                SPLAT__TILE_TAIL_LIGHT, SPLAT__TILE_TAIL_MOST);
-  }
-  /* A tile of more than 128 rows stays whole: the kernel chosen stays the plan's. */
-  m = splat__tile_tail_cap(t192, m, 128);
-  if (m <= 0) return SPLAT_OK;
-  st = splat__tile_tail_split(t192, m, 64);
-  if (st != SPLAT_OK) return st;
+  int64_t m = 0;
+  splat_status st = splat__kspec_env_persistent(&persistent);
+  if (st == SPLAT_OK)
+    st = splat__tile_tail_apply(
+        t192, plan->desc.batch * plan->desc.heads,
+        (int64_t)dev->sm_count * splat__kspec_ws_ctas_per_sm(attn, dev->max_smem_per_sm),
+        persistent, &m);
+  if (st != SPLAT_OK || m <= 0) return st;
   splat__log(SPLAT__LOG_DEBUG, "plan: %lld query tiles split into 64-row ones (the last round)",
              (long long)m);
   return splat__report_build(&plan->acsr, t192, r192);

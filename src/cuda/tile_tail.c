@@ -166,3 +166,21 @@ int64_t splat__tile_tail_cap(const splat__tile_plan *t, int64_t m, int keep) {
   for (int64_t i = 0; i < t->ntiles; i++) over += t->tiles[i].nrows > keep;
   return m < over - 1 ? m : over > 0 ? over - 1 : 0;
 }
+
+splat_status splat__tile_tail_apply(splat__tile_plan *t, int64_t bh, int64_t ctas, int persistent,
+                                    int64_t *split) {
+  *split = 0;
+  int64_t m = -1;
+  splat_status st = splat__tile_tail_env(&m);
+  if (st != SPLAT_OK) return st;
+  if (m < 0)
+    m = persistent ? splat__tile_tail_choose(t, bh, ctas, 64, SPLAT__TILE_TAIL_LIGHT,
+                                             SPLAT__TILE_TAIL_MOST)
+                   : 0;
+  /* A tile of more than 128 rows stays whole: the kernel chosen stays the plan's. */
+  m = splat__tile_tail_cap(t, m, 128);
+  if (m <= 0) return SPLAT_OK;
+  st = splat__tile_tail_split(t, m, 64);
+  if (st == SPLAT_OK) *split = m;
+  return st;
+}
