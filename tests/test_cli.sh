@@ -139,8 +139,10 @@ contains "$tmp/out" "splat_attn_ws_bf16_d64_q192_k128_kt128_s4_seg2_pass1" && co
 check "codegen --sms: 2 x 16 heads put pass 1 on 192 rows" $?
 # The last round's split (docs/cuda.md, The last round): window(95) at 4096 for 2 x 16 heads on
 # 132 SMs splits one of its 22 tiles into three of 64 rows; SPLAT_ATTN_TAIL=0 splits none.
-"$SPLAT" codegen "window(95)" --seq 4096 --head-dim 64 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
-contains "$tmp/out" "24 query tiles" && contains "$tmp/out" "split into 64-row tiles"; check "codegen --sms: the last round's split" $?
+env -u SPLAT_ATTN_TAIL -u SPLAT_ATTN_PERSISTENT -u SPLAT_ATTN_WARPGROUPS "$SPLAT" codegen "window(95)" --seq 4096 --head-dim 64 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
+contains "$tmp/out" "24 query tiles" && contains "$tmp/out" "1 of them split into 64-row tiles"; check "codegen --sms: the last round's split" $?
+SPLAT_ATTN_TAIL=junk "$SPLAT" codegen "window(95)" --seq 4096 --head-dim 64 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
+test $? -eq 1 && contains "$tmp/out" "splat codegen failed" && contains "$tmp/out" "SPLAT_ATTN_TAIL"; check "codegen --sms: a bad SPLAT_ATTN_TAIL named" $?
 SPLAT_ATTN_TAIL=0 "$SPLAT" codegen "window(95)" --seq 4096 --head-dim 64 --dtype bf16 --op attention --source-only --batch 2 --heads 16 --sms 132 >"$tmp/out" 2>&1
 contains "$tmp/out" "22 query tiles" && ! contains "$tmp/out" "split into 64-row tiles"; check "codegen --sms: SPLAT_ATTN_TAIL=0 splits none" $?
 "$SPLAT" codegen "window(8)" --seq 64 --head-dim 64 --dtype bf16 --heads 65537 --source-only >"$tmp/out" 2>&1; test $? -eq 2; check "codegen --heads 65537 exits 2" $?

@@ -1096,26 +1096,35 @@ static void test_tile_tail(void) {
   }
   unsetenv("SPLAT_ATTN_TAIL");
   /* The whole step: as the rule picks (one tile of window(95) split: 24 tiles), none for a
-   * grid of one CTA an item, SPLAT_ATTN_TAIL's count (capped so a tile of 192 rows stays),
-   * and SPLAT_ATTN_TAIL's error. */
+   * grid of one CTA an item (SPLAT_ATTN_PERSISTENT=0), SPLAT_ATTN_TAIL's count (capped so a
+   * tile of 192 rows stays), and the variables' errors, SPLAT_ATTN_TAIL's first. */
   static const struct {
-    const char *tail;
-    int persistent;
+    const char *tail, *persistent, *error;
     int64_t split, ntiles;
-    splat_status st;
-  } apply[] = {{NULL, 1, 1, 24, SPLAT_OK},    {NULL, 0, 0, 22, SPLAT_OK},
-               {"0", 1, 0, 22, SPLAT_OK},     {"2", 0, 2, 26, SPLAT_OK},
-               {"1000", 1, 20, 62, SPLAT_OK}, {"two", 1, 0, 22, SPLAT_ERR_INVALID_ARGUMENT}};
+  } apply[] = {{NULL, NULL, NULL, 1, 24},
+               {NULL, "0", NULL, 0, 22},
+               {"0", NULL, NULL, 0, 22},
+               {"2", "0", NULL, 2, 26},
+               {"1000", NULL, NULL, 20, 62},
+               {"two", NULL, "SPLAT_ATTN_TAIL", 0, 22},
+               {"two", "maybe", "SPLAT_ATTN_TAIL", 0, 22},
+               {"1", "maybe", "SPLAT_ATTN_PERSISTENT", 0, 22}};
   for (size_t i = 0; i < sizeof apply / sizeof *apply; i++) {
     square_plan("window(95)", 4096, 192, &pat, &a, &t);
     if (apply[i].tail) setenv("SPLAT_ATTN_TAIL", apply[i].tail, 1);
+    if (apply[i].persistent) setenv("SPLAT_ATTN_PERSISTENT", apply[i].persistent, 1);
     int64_t split = -1;
-    const splat_status st = splat__tile_tail_apply(&t, 32, 132, apply[i].persistent, &split);
-    CHECKF(st == apply[i].st && split == apply[i].split && t.ntiles == apply[i].ntiles,
-           "tail %s, persistent %d: status %d, %lld split, %lld tiles",
-           apply[i].tail ? apply[i].tail : "unset", apply[i].persistent, (int)st, (long long)split,
+    const splat_status st = splat__tile_tail_apply(&t, 32, 132, &split);
+    CHECKF((apply[i].error
+                ? st == SPLAT_ERR_INVALID_ARGUMENT && strstr(splat_last_error(NULL), apply[i].error)
+                : st == SPLAT_OK) &&
+               split == apply[i].split && t.ntiles == apply[i].ntiles,
+           "tail %s, persistent %s: status %d, %lld split, %lld tiles",
+           apply[i].tail ? apply[i].tail : "unset",
+           apply[i].persistent ? apply[i].persistent : "unset", (int)st, (long long)split,
            (long long)t.ntiles);
     unsetenv("SPLAT_ATTN_TAIL");
+    unsetenv("SPLAT_ATTN_PERSISTENT");
     free_plans(pat, &a, &t, 0, NULL, NULL);
   }
 }

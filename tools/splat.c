@@ -763,10 +763,8 @@ static int cmd_codegen(int argc, char **argv) {
         /* The report of the tiles taken (192 rows may be cut at the rows' stretches), with
          * the SMs known their last round's split too (one CTA of three consumer warpgroups
          * an SM). */
-        int persistent = 1;
-        if (take && sms && st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
         if (take && sms && st == SPLAT_OK)
-          st = splat__tile_tail_apply(&t192, batch * heads, sms, persistent, &tail_split);
+          st = splat__tile_tail_apply(&t192, batch * heads, sms, &tail_split);
         if (take) {
           if (st == SPLAT_OK) st = splat__report_build(&a, &t192, &rep);
           splat__tile_plan_free(&t192);
@@ -777,10 +775,11 @@ static int cmd_codegen(int argc, char **argv) {
     }
     if (take) tile_q = 192;
   }
-  if (st == SPLAT_OK && !take) st = splat_analyze(p, tile_q, 0, 0, &rep);
+  const int analyze = st == SPLAT_OK && !take;
+  if (analyze) st = splat_analyze(p, tile_q, 0, 0, &rep);
   if (st != SPLAT_OK) {
     splat_pattern_destroy(p);
-    return fail("splat_analyze", st, NULL);
+    return fail(analyze ? "splat_analyze" : "splat codegen", st, NULL);
   }
   /* The kernels depend on the plan's dtype, head_dim, K and tile shape, not on the mask
    * (the mask reaches them as metadata), and the attention's on whether it runs two
@@ -837,14 +836,18 @@ static int cmd_codegen(int argc, char **argv) {
              (long long)heads, (long long)sms);
   else
     snprintf(where, sizeof where, "the SMs unknown, rounds not counted (--sms N counts them)");
+  /* The last round's split, where the SMs are known and it split some. */
+  char tail[64] = "";
+  if (tail_split)
+    snprintf(tail, sizeof tail, ", %lld of them split into 64-row tiles for the last round",
+             (long long)tail_split);
+  else if (!sms && rep.tile_q == 192)
+    snprintf(tail, sizeof tail, "; the last round's split not shown");
   if (only == SPLAT__KOP_ATTENTION && specs[SPLAT__KOP_ATTENTION].tile)
     printf(
         "// query tiles of %d rows, as a plan of the fused attention alone takes them with %s"
         "%s (docs/cuda.md, Query tiles)\n",
-        rep.tile_q, where,
-        tail_split ? ", the last round's lightest split into 64-row tiles"
-        : sms      ? ""
-                   : " (the last round's split not shown)");
+        rep.tile_q, where, tail);
   for (int k = 0; k < 2; k++)
     if (two_pass && shape[k].wg3)
       printf(

@@ -631,14 +631,10 @@ int splat__cuda_plan_tries_rows192(const splat_plan *plan) {
 static splat_status split_last_round(const splat_plan *plan, const splat__kspec *attn,
                                      splat__tile_plan *t192, splat_report *r192) {
   const splat__cuda_device *dev = &plan->ctx->cuda->dev;
-  int persistent = 1; /* one CTA an item has no last round */
   int64_t m = 0;
-  splat_status st = splat__kspec_env_persistent(&persistent);
-  if (st == SPLAT_OK)
-    st = splat__tile_tail_apply(
-        t192, plan->desc.batch * plan->desc.heads,
-        (int64_t)dev->sm_count * splat__kspec_ws_ctas_per_sm(attn, dev->max_smem_per_sm),
-        persistent, &m);
+  const splat_status st = splat__tile_tail_apply(
+      t192, plan->desc.batch * plan->desc.heads,
+      (int64_t)dev->sm_count * splat__kspec_ws_ctas_per_sm(attn, dev->max_smem_per_sm), &m);
   if (st != SPLAT_OK || m <= 0) return st;
   splat__log(SPLAT__LOG_DEBUG, "plan: %lld query tiles split into 64-row ones (the last round)",
              (long long)m);

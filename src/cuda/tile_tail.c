@@ -5,6 +5,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "cuda/kgen.h"
 
 splat_status splat__tile_tail_env(int64_t *m) {
   long long n = -1;
@@ -167,11 +168,12 @@ int64_t splat__tile_tail_cap(const splat__tile_plan *t, int64_t m, int keep) {
   return m < over - 1 ? m : over > 0 ? over - 1 : 0;
 }
 
-splat_status splat__tile_tail_apply(splat__tile_plan *t, int64_t bh, int64_t ctas, int persistent,
-                                    int64_t *split) {
+splat_status splat__tile_tail_apply(splat__tile_plan *t, int64_t bh, int64_t ctas, int64_t *split) {
   *split = 0;
   int64_t m = -1;
+  int persistent = 1;
   splat_status st = splat__tile_tail_env(&m);
+  if (st == SPLAT_OK) st = splat__kspec_env_persistent(&persistent);
   if (st != SPLAT_OK) return st;
   if (m < 0)
     m = persistent ? splat__tile_tail_choose(t, bh, ctas, 64, SPLAT__TILE_TAIL_LIGHT,

@@ -51,11 +51,12 @@ int64_t splat__tile_tail_choose(const splat__tile_plan *t, int64_t bh, int64_t c
                                 double light, int64_t most);
 
 /* The whole last-round step for the 192-row plan t of a three-warpgroup kernel whose grid has
- * `ctas` CTAs walking bh items a tile (persistent 0: one CTA an item, no last round): the
- * tiles SPLAT_ATTN_TAIL names, else those splat__tile_tail_choose picks, capped by
- * splat__tile_tail_cap(t, m, 128) so the kernel stays the plan's, split into 64-row tiles;
- * *split is how many (0: t unchanged). Fails as splat__tile_tail_env and _split. */
-splat_status splat__tile_tail_apply(splat__tile_plan *t, int64_t bh, int64_t ctas, int persistent,
-                                    int64_t *split);
+ * `ctas` CTAs walking bh items a tile: the tiles SPLAT_ATTN_TAIL names, else (with
+ * SPLAT_ATTN_PERSISTENT on; off, one CTA an item has no last round) those
+ * splat__tile_tail_choose picks, capped by splat__tile_tail_cap(t, m, 128) so the kernel stays
+ * the plan's, split into 64-row tiles; *split is how many (0: t unchanged). Reads
+ * SPLAT_ATTN_TAIL, then SPLAT_ATTN_PERSISTENT, and fails on the first bad one; or as
+ * splat__tile_tail_split. */
+splat_status splat__tile_tail_apply(splat__tile_plan *t, int64_t bh, int64_t ctas, int64_t *split);
 
 #endif
