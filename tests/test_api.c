@@ -141,6 +141,10 @@ static void test_plan_desc(splat_context *ctx, splat_pattern *p) {
   CHECK(contains(splat_last_error(ctx), "pattern is NULL"));
   CHECK(splat_plan_create(ctx, p, NULL, &plan) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(splat_plan_create(ctx, p, &good, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+  /* A plan that is created leaves the thread's message of the last failed call. */
+  CHECK(splat_plan_create(ctx, p, &good, &plan) == SPLAT_OK && plan);
+  CHECKF(contains(splat_last_error(NULL), "out is NULL"), "'%s'", splat_last_error(NULL));
+  splat_plan_destroy(plan);
   splat_report rep;
   CHECK(splat_plan_report(NULL, &rep) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(splat_plan_row_width(NULL) == 0);

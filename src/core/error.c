@@ -25,3 +25,11 @@ splat_status splat__capture(char *ctx_message, splat_status status) {
   }
   return status;
 }
+
+void splat__error_save(char *buf) {
+  snprintf(buf, SPLAT__ERROR_CAP, "%s", thread_message);
+}
+
+void splat__error_restore(const char *buf) {
+  snprintf(thread_message, sizeof thread_message, "%s", buf);
+}

@@ -19,5 +19,10 @@ const char *splat__thread_error(void);
 /* Copies the thread's last error into a context's message buffer (cap SPLAT__ERROR_CAP)
  * when status is not SPLAT_OK; returns status unchanged. */
 splat_status splat__capture(char *ctx_message, splat_status status);
+/* The calling thread's last error message copied into buf (SPLAT__ERROR_CAP bytes), and put
+ * back from it: around work whose failures the library recovers from (speculative builds),
+ * so that a call that succeeds leaves the message of the caller's last failed call. */
+void splat__error_save(char *buf);
+void splat__error_restore(const char *buf);
 
 #endif

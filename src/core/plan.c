@@ -149,6 +149,10 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
   }
   splat_status st = check_desc(desc);
   if (st != SPLAT_OK) return splat__capture(ctx->error, st);
+  /* Speculative builds below (the passes built ahead, cut 192-row tiles) may fail and be
+   * given up; a plan created anyway leaves the thread's message as it found it. */
+  char message_before[SPLAT__ERROR_CAP];
+  splat__error_save(message_before);
   splat_plan *plan = calloc(1, sizeof *plan);
   if (!plan) {
     splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "splat_plan_create: out of memory");
@@ -199,6 +203,7 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
     splat_plan_destroy(plan);
     return splat__capture(ctx->error, st);
   }
+  splat__error_restore(message_before);
   *out = plan;
   return SPLAT_OK;
 }
