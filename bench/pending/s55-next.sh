@@ -1,11 +1,12 @@
 #!/bin/bash
 # bench/pending/s55-next.sh — v75 and v77 on a device (not run in stop 55: no device came), one
-# call of ~6-8 minutes. A = the tree + s53-d128-pass1.patch (v75: head_dim 128's pass 1 of two-pass
-# plans on 192-row tiles) + s55-d32-pvn.patch (v77: O = P V on 32 / 48 columns at head_dim 32 /
-# 48); O = the tree + v75 only (v77's base). First wgmma_check (v77's N = 32 / 48 products read
-# from a 64-column V panel, against float64), then the float64 checks (v75's strided | window at
-# 16384 d128; head_dim 32 / 48 quick), v75's bench beside the same-nnz window, head_dim 32 / 48
-# A vs O (+ FlexAttention), then f16 / plan checks, v76's blocked d128 and B (s54-d128-pass2-unstaged.patch on A). Results land in $OUT
+# call of ~6-8 minutes. A = the tree + s53-d128-pass1.patch (v75: head_dim 128's pass 1 of
+# two-pass plans on 192-row tiles) + s55-d32-pvn.patch (v77: O = P V on head_dim rounded up to
+# 16 columns, at least 32); O = the tree + v75 only (v77's base). First wgmma_check (v77's
+# N = 32 .. 112 products read from 64-column V panels, against float64), then the float64
+# checks (v75's strided | window at 16384 d128; head_dim 32 / 48 / 96 / 80 quick), v75's bench
+# beside the same-nnz window, head_dim 32 / 96 A vs O (+ FlexAttention), then f16 and plan
+# checks, v76's blocked d128 and B (s54-d128-pass2-unstaged.patch on A). Results land in $OUT
 # as they come. Run from anywhere: bash bench/pending/s55-next.sh
 cd "$(dirname "$0")/../.." || exit 1
 w=${OUT:-/tmp/out-s55}; mkdir -p "$w" /tmp/lg
@@ -29,13 +30,13 @@ echo "build A $(( $(date +%s) - t0 )) s"; nvidia-smi --query-gpu=name --format=c
 export SPLAT_CACHE_DIR=/tmp/bA/kcache PYTHONPATH=python SPLAT_LIBRARY=/tmp/bA/libsplat.so
 SPLAT_LOG_LEVEL=info timeout 90 /tmp/bA/tests/splat_gpu_check --attention-plans --filter "strided(64)" --dims 128 --dtype bf16 --plans-seq 16384 >"$w/check-v75.txt" 2>/tmp/lg/check-v75.log; echo "v75 check: strided(64) | window(64) d128 16384 rc $? $(tail -1 "$w/check-v75.txt")"
 grep -o "pass [12] on 192-row query tiles" /tmp/lg/check-v75.log | sort | uniq -c
-timeout 80 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48 --dtype bf16 >"$w/check-d32-quick-bf16.txt" 2>&1; echo "d32/48 quick bf16 rc $? $(tail -1 "$w/check-d32-quick-bf16.txt")"
+timeout 120 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,80 --dtype bf16 >"$w/check-d32-quick-bf16.txt" 2>&1; echo "d32/48/96/80 quick bf16 rc $? $(tail -1 "$w/check-d32-quick-bf16.txt")"
 timeout 100 python3 bench/bench_fused.py --peers splat,splat-wg2 --specs "strided(64) | window(64)" --seqs 65536 --head-dims 128 --rep 20 --warmup 2 --json "$w/v75.jsonl" >"$w/v75.txt" 2>/tmp/lg/v75.log; echo "bench v75 rc $?"
 summ "$w/v75.jsonl"; grep "same nnz" "$w/v75.txt"
 D32="window(256);blocked(512)"
-timeout 80 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,48 --rep 20 --warmup 2 --json "$w/d32-A.jsonl" >"$w/d32-A.txt" 2>/tmp/lg/d32A.log; echo "bench d32 A rc $?"
+timeout 80 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,96 --rep 20 --warmup 2 --json "$w/d32-A.jsonl" >"$w/d32-A.txt" 2>/tmp/lg/d32A.log; echo "bench d32 A rc $?"
 wait; tail -1 /tmp/lg/buildO.log
-SPLAT_CACHE_DIR=/tmp/bO/kcache SPLAT_LIBRARY=/tmp/bO/libsplat.so timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,48 --rep 20 --warmup 2 --json "$w/d32-O.jsonl" >"$w/d32-O.txt" 2>/tmp/lg/d32O.log; echo "bench d32 base rc $?"
+SPLAT_CACHE_DIR=/tmp/bO/kcache SPLAT_LIBRARY=/tmp/bO/libsplat.so timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,96 --rep 20 --warmup 2 --json "$w/d32-O.jsonl" >"$w/d32-O.txt" 2>/tmp/lg/d32O.log; echo "bench d32 base rc $?"
 python3 - "$w/d32-A.jsonl" "$w/d32-O.jsonl" <<'PY'
 import json, sys
 a = {(c['spec'], c['seq'], c['head_dim']): c for c in map(json.loads, open(sys.argv[1]))}
@@ -45,8 +46,8 @@ for k, c in a.items():
   b = o.get(k, {}).get('splat_ms')
   print(f"{k[0]:24s} {k[1]:6d} d{k[2]:<3d} A {c['splat_ms']:.4f} base {b or 0:.4f} base/A {(b or 0)/c['splat_ms']:.3f} flex/A {(c.get('flex_ms') or 0)/c['splat_ms']:.3f}")
 PY
-timeout 45 /tmp/bA/tests/splat_gpu_check --quick --dims 32 --dtype f16 >"$w/check-d32-quick-f16.txt" 2>&1; echo "d32 quick f16 rc $? $(tail -1 "$w/check-d32-quick-f16.txt")"
-timeout 60 /tmp/bA/tests/splat_gpu_check --attention-plans --dims 32,48 --dtype bf16 >"$w/check-d32-plans.txt" 2>&1; echo "d32/48 plans bf16 rc $? $(tail -1 "$w/check-d32-plans.txt")"
+timeout 45 /tmp/bA/tests/splat_gpu_check --quick --dims 32,96 --dtype f16 >"$w/check-d32-quick-f16.txt" 2>&1; echo "d32/96 quick f16 rc $? $(tail -1 "$w/check-d32-quick-f16.txt")"
+timeout 60 /tmp/bA/tests/splat_gpu_check --attention-plans --dims 32,96 --dtype bf16 >"$w/check-d32-plans.txt" 2>&1; echo "d32/96 plans bf16 rc $? $(tail -1 "$w/check-d32-plans.txt")"
 grep -h FAIL "$w"/check-*.txt | head -5
 timeout 100 python3 bench/bench_fused.py --peers splat,splat-wg2 --no-same-nnz --specs "blocked(896);blocked(1024);blocked(640)" --seqs 16384,65536 --head-dims 128 --rep 20 --warmup 2 --json "$w/v76.jsonl" >"$w/v76.txt" 2>/tmp/lg/v76.log; echo "bench v76 rc $?"
 summ "$w/v76.jsonl"
