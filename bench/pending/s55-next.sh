@@ -4,8 +4,8 @@
 # two-pass plans on 192-row tiles) + s55-d32-pvn.patch (v77: O = P V on head_dim rounded up to
 # 16 columns, at least 32); O = the tree + v75 only (v77's base). First wgmma_check (v77's
 # N = 32 .. 112 products read from 64-column V panels, against float64), then the float64
-# checks (v75's strided | window at 16384 d128; head_dim 32 / 48 / 96 / 80 quick), v75's bench
-# beside the same-nnz window, head_dim 32 / 96 A vs O (+ FlexAttention), then f16 and plan
+# checks (v75's strided | window at 16384 d128; head_dim 32 / 48 / 96 / 200 quick), v75's
+# bench beside the same-nnz window, head_dim 32 / 96 / 200 A vs O (+ FlexAttention), then f16 and plan
 # checks, v76's blocked d128 and B (s54-d128-pass2-unstaged.patch on A). Results land in $OUT
 # as they come. Run from anywhere: bash bench/pending/s55-next.sh
 cd "$(dirname "$0")/../.." || exit 1
@@ -30,13 +30,13 @@ echo "build A $(( $(date +%s) - t0 )) s"; nvidia-smi --query-gpu=name --format=c
 export SPLAT_CACHE_DIR=/tmp/bA/kcache PYTHONPATH=python SPLAT_LIBRARY=/tmp/bA/libsplat.so
 SPLAT_LOG_LEVEL=info timeout 90 /tmp/bA/tests/splat_gpu_check --attention-plans --filter "strided(64)" --dims 128 --dtype bf16 --plans-seq 16384 >"$w/check-v75.txt" 2>/tmp/lg/check-v75.log; echo "v75 check: strided(64) | window(64) d128 16384 rc $? $(tail -1 "$w/check-v75.txt")"
 grep -o "pass [12] on 192-row query tiles" /tmp/lg/check-v75.log | sort | uniq -c
-timeout 120 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,80 --dtype bf16 >"$w/check-d32-quick-bf16.txt" 2>&1; echo "d32/48/96/80 quick bf16 rc $? $(tail -1 "$w/check-d32-quick-bf16.txt")"
+timeout 120 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,200 --dtype bf16 >"$w/check-d32-quick-bf16.txt" 2>&1; echo "d32/48/96/200 quick bf16 rc $? $(tail -1 "$w/check-d32-quick-bf16.txt")"
 timeout 100 python3 bench/bench_fused.py --peers splat,splat-wg2 --specs "strided(64) | window(64)" --seqs 65536 --head-dims 128 --rep 20 --warmup 2 --json "$w/v75.jsonl" >"$w/v75.txt" 2>/tmp/lg/v75.log; echo "bench v75 rc $?"
 summ "$w/v75.jsonl"; grep "same nnz" "$w/v75.txt"
 D32="window(256);blocked(512)"
-timeout 80 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,96 --rep 20 --warmup 2 --json "$w/d32-A.jsonl" >"$w/d32-A.txt" 2>/tmp/lg/d32A.log; echo "bench d32 A rc $?"
+timeout 80 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,96,200 --rep 20 --warmup 2 --json "$w/d32-A.jsonl" >"$w/d32-A.txt" 2>/tmp/lg/d32A.log; echo "bench d32 A rc $?"
 wait; tail -1 /tmp/lg/buildO.log
-SPLAT_CACHE_DIR=/tmp/bO/kcache SPLAT_LIBRARY=/tmp/bO/libsplat.so timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,96 --rep 20 --warmup 2 --json "$w/d32-O.jsonl" >"$w/d32-O.txt" 2>/tmp/lg/d32O.log; echo "bench d32 base rc $?"
+SPLAT_CACHE_DIR=/tmp/bO/kcache SPLAT_LIBRARY=/tmp/bO/libsplat.so timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "$D32" --seqs 16384 --head-dims 32,96,200 --rep 20 --warmup 2 --json "$w/d32-O.jsonl" >"$w/d32-O.txt" 2>/tmp/lg/d32O.log; echo "bench d32 base rc $?"
 python3 - "$w/d32-A.jsonl" "$w/d32-O.jsonl" <<'PY'
 import json, sys
 a = {(c['spec'], c['seq'], c['head_dim']): c for c in map(json.loads, open(sys.argv[1]))}
