@@ -4,7 +4,8 @@
 # tiles) + s55-d32-pvn.patch (v77: O = P V on head_dim rounded up to 16 columns, at least 32);
 # H = the tree. v75 touches only head_dim 128's two-pass plans and v77 only head_dim off 64 /
 # 128 columns, so A vs H times each on its own cases. Order: wgmma_check (v77's N = 32 .. 112
-# products against float64), the float64 checks of A, A vs H (+ FlexAttention), v76's blocked
+# products against float64), the float64 checks of A and of H (stop 54's host code has not run
+# on a GPU), A vs H (+ FlexAttention), v76's blocked
 # d128 on H, item 3's strided / dilated alone on H. Results land in $OUT as they come.
 # Run from anywhere: bash bench/pending/s56-next.sh
 cd "$(dirname "$0")/../.." || exit 1
@@ -32,7 +33,7 @@ PY
 }
 rm -rf /tmp/treeA /tmp/treeH && cp -r . /tmp/treeH && rm -rf /tmp/treeH/build* && cp -r /tmp/treeH /tmp/treeA || exit 1
 (cd /tmp/treeA && patch -p1 < bench/pending/s53-d128-pass1.patch >/dev/null && patch -p1 < bench/pending/s55-d32-pvn.patch >/dev/null) || exit 1
-(cmake -S /tmp/treeH -B /tmp/bH -DCMAKE_BUILD_TYPE=Release >/tmp/lg/buildH.log 2>&1 && cmake --build /tmp/bH -j 6 --target splat >>/tmp/lg/buildH.log 2>&1; echo "build H rc $?" >>/tmp/lg/buildH.log) &
+(cmake -S /tmp/treeH -B /tmp/bH -DCMAKE_BUILD_TYPE=Release >/tmp/lg/buildH.log 2>&1 && cmake --build /tmp/bH -j 6 --target splat splat_gpu_check >>/tmp/lg/buildH.log 2>&1; echo "build H rc $?" >>/tmp/lg/buildH.log) &
 (cd /tmp/treeA && nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -Ikernels -o /tmp/wgmma_check tests/gpu/wgmma_check.cu && /tmp/wgmma_check) >"$w/wgmma_check.txt" 2>&1; echo "wgmma_check rc $? $(tail -1 "$w/wgmma_check.txt")"; grep -i "fail" "$w/wgmma_check.txt" | head -8
 cmake -S /tmp/treeA -B /tmp/bA -DCMAKE_BUILD_TYPE=Release >/tmp/lg/buildA.log 2>&1 && cmake --build /tmp/bA -j 10 --target splat splat_gpu_check >>/tmp/lg/buildA.log 2>&1 || { tail -20 /tmp/lg/buildA.log; exit 1; }
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -42,10 +43,12 @@ runH() { SPLAT_CACHE_DIR=/tmp/bH/kcache SPLAT_LIBRARY=/tmp/bH/libsplat.so "$@"; 
 runA timeout 100 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,200 --dtype bf16 >"$w/check-A-quick-bf16.txt" 2>&1; echo "A quick d32/48/96/200 bf16 rc $? $(tail -1 "$w/check-A-quick-bf16.txt")"
 SPLAT_LOG_LEVEL=info runA timeout 80 /tmp/bA/tests/splat_gpu_check --attention-plans --filter "strided(64)" --dims 128 --dtype bf16 --plans-seq 16384 >"$w/check-A-v75.txt" 2>/tmp/lg/check-v75.log; echo "A strided(64) | window(64) d128 16384 rc $? $(tail -1 "$w/check-A-v75.txt")"
 grep -o "pass [12] on 192-row query tiles" /tmp/lg/check-v75.log | sort | uniq -c
+wait; tail -1 /tmp/lg/buildH.log
+runH timeout 100 /tmp/bH/tests/splat_gpu_check --quick --dims 64,128 --dtype bf16 >"$w/check-H-quick.txt" 2>&1; echo "H (the tree) quick d64/128 bf16 rc $? $(tail -1 "$w/check-H-quick.txt")"
+runH timeout 60 /tmp/bH/tests/splat_gpu_check --attention-plans --filter "blocked" --dims 128 --dtype bf16 >"$w/check-H-blocked.txt" 2>&1; echo "H plans blocked d128 rc $? $(tail -1 "$w/check-H-blocked.txt")"
 B="--rep 20 --warmup 2"
 runA timeout 80 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-A.jsonl" >"$w/v77-A.txt" 2>/tmp/lg/v77A.log; echo "bench v77 A rc $?"
 runA timeout 90 python3 bench/bench_fused.py --peers splat --specs "strided(64) | window(64)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v75-A.jsonl" >"$w/v75-A.txt" 2>/tmp/lg/v75A.log; echo "bench v75 A rc $?"
-wait; tail -1 /tmp/lg/buildH.log
 runH timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-H.jsonl" >"$w/v77-H.txt" 2>/tmp/lg/v77H.log; echo "bench v77 H rc $?"
 runH timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "strided(64) | window(64)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v75-H.jsonl" >"$w/v75-H.txt" 2>/tmp/lg/v75H.log; echo "bench v75 H rc $?"
 ab "$w/v77-A.jsonl" "$w/v77-H.jsonl"; ab "$w/v75-A.jsonl" "$w/v75-H.jsonl"; grep "same nnz" "$w/v75-A.txt"
