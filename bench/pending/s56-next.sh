@@ -33,27 +33,26 @@ PY
 }
 rm -rf /tmp/treeA /tmp/treeH && cp -r . /tmp/treeH && rm -rf /tmp/treeH/build* && cp -r /tmp/treeH /tmp/treeA || exit 1
 (cd /tmp/treeA && patch -p1 < bench/pending/s53-d128-pass1.patch >/dev/null && patch -p1 < bench/pending/s55-d32-pvn.patch >/dev/null) || exit 1
-(cmake -S /tmp/treeH -B /tmp/bH -DCMAKE_BUILD_TYPE=Release >/tmp/lg/buildH.log 2>&1 && cmake --build /tmp/bH -j 6 --target splat splat_gpu_check >>/tmp/lg/buildH.log 2>&1; echo "build H rc $?" >>/tmp/lg/buildH.log) &
+for t in H A; do (cmake -S /tmp/tree$t -B /tmp/b$t -DCMAKE_BUILD_TYPE=Release >/tmp/lg/build$t.log 2>&1 && cmake --build /tmp/b$t -j 8 --target splat splat_gpu_check >>/tmp/lg/build$t.log 2>&1; echo "build $t rc $?" >>/tmp/lg/build$t.log) & done
 (cd /tmp/treeA && nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -Ikernels -o /tmp/wgmma_check tests/gpu/wgmma_check.cu && /tmp/wgmma_check) >"$w/wgmma_check.txt" 2>&1; echo "wgmma_check rc $? $(tail -1 "$w/wgmma_check.txt")"; grep -i "fail" "$w/wgmma_check.txt" | head -8
-cmake -S /tmp/treeA -B /tmp/bA -DCMAKE_BUILD_TYPE=Release >/tmp/lg/buildA.log 2>&1 && cmake --build /tmp/bA -j 10 --target splat splat_gpu_check >>/tmp/lg/buildA.log 2>&1 || { tail -20 /tmp/lg/buildA.log; exit 1; }
-nvidia-smi --query-gpu=name --format=csv,noheader
+wait; tail -qn1 /tmp/lg/buildH.log /tmp/lg/buildA.log; nvidia-smi --query-gpu=name --format=csv,noheader
 export PYTHONPATH=python
 runA() { SPLAT_CACHE_DIR=/tmp/bA/kcache SPLAT_LIBRARY=/tmp/bA/libsplat.so "$@"; }
 runH() { SPLAT_CACHE_DIR=/tmp/bH/kcache SPLAT_LIBRARY=/tmp/bH/libsplat.so "$@"; }
-runA timeout 100 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,200 --dtype bf16 >"$w/check-A-quick-bf16.txt" 2>&1; echo "A quick d32/48/96/200 bf16 rc $? $(tail -1 "$w/check-A-quick-bf16.txt")"
-SPLAT_LOG_LEVEL=info runA timeout 80 /tmp/bA/tests/splat_gpu_check --attention-plans --filter "strided(64)" --dims 128 --dtype bf16 --plans-seq 16384 >"$w/check-A-v75.txt" 2>/tmp/lg/check-v75.log; echo "A strided(64) | window(64) d128 16384 rc $? $(tail -1 "$w/check-A-v75.txt")"
-grep -o "pass [12] on 192-row query tiles" /tmp/lg/check-v75.log | sort | uniq -c
-wait; tail -1 /tmp/lg/buildH.log
-runH timeout 100 /tmp/bH/tests/splat_gpu_check --quick --dims 64,128 --dtype bf16 >"$w/check-H-quick.txt" 2>&1; echo "H (the tree) quick d64/128 bf16 rc $? $(tail -1 "$w/check-H-quick.txt")"
-runH timeout 60 /tmp/bH/tests/splat_gpu_check --attention-plans --filter "blocked" --dims 128 --dtype bf16 >"$w/check-H-blocked.txt" 2>&1; echo "H plans blocked d128 rc $? $(tail -1 "$w/check-H-blocked.txt")"
+runH timeout 80 /tmp/bH/tests/splat_gpu_check --quick --dims 64,128 --dtype bf16 >"$w/check-H-quick.txt" 2>&1; echo "H (the tree) quick d64/128 bf16 rc $? $(tail -1 "$w/check-H-quick.txt")"
+runA timeout 80 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,200 --dtype bf16 >"$w/check-A-quick-bf16.txt" 2>&1; echo "A quick d32/48/96/200 bf16 rc $? $(tail -1 "$w/check-A-quick-bf16.txt")"
 B="--rep 20 --warmup 2"
-runA timeout 80 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-A.jsonl" >"$w/v77-A.txt" 2>/tmp/lg/v77A.log; echo "bench v77 A rc $?"
-runA timeout 90 python3 bench/bench_fused.py --peers splat --specs "strided(64) | window(64)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v75-A.jsonl" >"$w/v75-A.txt" 2>/tmp/lg/v75A.log; echo "bench v75 A rc $?"
-runH timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-H.jsonl" >"$w/v77-H.txt" 2>/tmp/lg/v77H.log; echo "bench v77 H rc $?"
-runH timeout 40 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "strided(64) | window(64)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v75-H.jsonl" >"$w/v75-H.txt" 2>/tmp/lg/v75H.log; echo "bench v75 H rc $?"
-ab "$w/v77-A.jsonl" "$w/v77-H.jsonl"; ab "$w/v75-A.jsonl" "$w/v75-H.jsonl"; grep "same nnz" "$w/v75-A.txt"
+runA timeout 60 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-A.jsonl" >"$w/v77-A.txt" 2>/tmp/lg/v77A.log; echo "bench v77 A rc $?"
+runH timeout 35 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-H.jsonl" >"$w/v77-H.txt" 2>/tmp/lg/v77H.log; echo "bench v77 H rc $?"
+ab "$w/v77-A.jsonl" "$w/v77-H.jsonl"
+SPLAT_LOG_LEVEL=info runA timeout 60 /tmp/bA/tests/splat_gpu_check --attention-plans --filter "strided(64)" --dims 128 --dtype bf16 --plans-seq 16384 >"$w/check-A-v75.txt" 2>/tmp/lg/check-v75.log; echo "A strided(64) | window(64) d128 16384 rc $? $(tail -1 "$w/check-A-v75.txt")"
+grep -o "pass [12] on 192-row query tiles" /tmp/lg/check-v75.log | sort | uniq -c
+runA timeout 80 python3 bench/bench_fused.py --peers splat --specs "strided(64) | window(64)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v75-A.jsonl" >"$w/v75-A.txt" 2>/tmp/lg/v75A.log; echo "bench v75 A rc $?"
+runH timeout 35 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "strided(64) | window(64)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v75-H.jsonl" >"$w/v75-H.txt" 2>/tmp/lg/v75H.log; echo "bench v75 H rc $?"
+ab "$w/v75-A.jsonl" "$w/v75-H.jsonl"; grep "same nnz" "$w/v75-A.txt"
 runA timeout 45 /tmp/bA/tests/splat_gpu_check --quick --dims 32,96 --dtype f16 >"$w/check-A-quick-f16.txt" 2>&1; echo "A quick d32/96 f16 rc $? $(tail -1 "$w/check-A-quick-f16.txt")"
 runA timeout 60 /tmp/bA/tests/splat_gpu_check --attention-plans --dims 32,96 --dtype bf16 >"$w/check-A-plans.txt" 2>&1; echo "A plans d32/96 bf16 rc $? $(tail -1 "$w/check-A-plans.txt")"
+runH timeout 60 /tmp/bH/tests/splat_gpu_check --attention-plans --filter "blocked" --dims 128 --dtype bf16 >"$w/check-H-blocked.txt" 2>&1; echo "H plans blocked d128 rc $? $(tail -1 "$w/check-H-blocked.txt")"
 grep -h FAIL "$w"/check-*.txt | head -5
 runH timeout 80 python3 bench/bench_fused.py --peers splat,splat-wg2 --no-same-nnz --specs "blocked(896);blocked(1024);blocked(640)" --seqs 16384,65536 --head-dims 128 $B --json "$w/v76.jsonl" >"$w/v76.txt" 2>/tmp/lg/v76.log; echo "bench v76 rc $?"
 summ "$w/v76.jsonl"
