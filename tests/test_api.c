@@ -203,6 +203,11 @@ static void test_ops(splat_context *ctx, splat_pattern *p) {
   EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL), "q.dtype=11");
   bad = tq, bad.data = NULL;
   EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL), "q.data is NULL");
+  bad = tq, bad.data = (char *)tq.data + 1; /* inside the buffer, off its elements' alignment */
+  EXPECT_BAD(splat_attention(plan, &bad, &tk, &tv, 0, &to, NULL, NULL),
+             "is not aligned to its 4-byte");
+  bad = to, bad.data = (char *)to.data + 2;
+  EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &bad, NULL, NULL), "out.data=");
   bad = to, bad.strides[2] = 0;
   EXPECT_BAD(splat_attention(plan, &tq, &tk, &tv, 0, &bad, NULL, NULL), "overlap");
   bad = to, bad.strides[1] = D; /* heads and rows collide */

@@ -698,6 +698,22 @@ static void test_parse_errors(void) {
   } else {
     CHECK(0);
   }
+  /* Invalid UTF-8 (long runs of continuation bytes, as Latin-1 text gives) around the
+   * error: the excerpt stays bounded, the status is the parse error's or the file's. */
+  char latin1[2048] = "x";
+  memset(latin1 + 1, 0xb0, 1500);
+  latin1[1501] = 0;
+  CHECK(splat_pattern_parse(latin1, 16, 0, &p) == SPLAT_ERR_PARSE);
+  msg = splat_last_error(NULL);
+  CHECKF(strlen(msg) < 400 && strstr(msg, "(found byte 0xb0) at column 2\n") != NULL,
+         "Latin-1 spec: %.600s", msg);
+  char latin1_mask[2048] = "window(1) | mask(\"/nonexistent/";
+  const size_t n = strlen(latin1_mask);
+  memset(latin1_mask + n, 0xb0, 1200);
+  strcpy(latin1_mask + n + 1200, ".npy\")");
+  const splat_status st = splat_pattern_parse(latin1_mask, 16, 0, &p);
+  CHECKF(st == SPLAT_ERR_IO && strlen(splat_last_error(NULL)) < 800, "%s: %.900s",
+         splat_status_name(st), splat_last_error(NULL));
 }
 
 static void test_argument_errors(void) {

@@ -83,6 +83,12 @@ splat_status splat__check_tensor(const char *fn, const char *name, const splat_t
   }
   if (numel(t) == 0) return SPLAT_OK;
   if (!t->data) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "%s: %s.data is NULL", fn, name);
+  const int64_t size = splat__dtype_size(t->dtype);
+  if ((uintptr_t)t->data % (uintptr_t)size != 0) {
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
+                       "%s: %s.data=%p is not aligned to its %lld-byte %s elements", fn, name,
+                       t->data, (long long)size, splat_dtype_name(t->dtype));
+  }
   for (int d = 0; d < 4; d++) {
     int64_t s = t->strides[d];
     if (s > ((int64_t)1 << 40) || s < -((int64_t)1 << 40)) {

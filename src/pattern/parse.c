@@ -51,16 +51,17 @@ static splat_status fail_at(const parser *p, splat_status st, size_t at, const c
   va_end(ap);
   const size_t len = strlen(p->s);
   size_t from = 0, to = len;
-  const size_t span = 100;
+  enum { span = 100 }; /* bytes of a long spec shown around the column */
   if (len > span) {
     from = at > span / 2 ? at - span / 2 : 0;
     to = from + span < len ? from + span : len;
     if (to == len) from = len > span ? len - span : 0;
-    /* The excerpt cuts no character in two. */
-    while (from > 0 && continuation((unsigned char)p->s[from])) from--;
-    while (to < len && continuation((unsigned char)p->s[to])) to++;
+    /* The excerpt cuts no character in two: a UTF-8 sequence has at most 3 continuation
+     * bytes, so each edge moves at most 3 (invalid text, a long run of them, is cut). */
+    for (int k = 0; k < 3 && from > 0 && continuation((unsigned char)p->s[from]); k++) from--;
+    for (int k = 0; k < 3 && to < len && continuation((unsigned char)p->s[to]); k++) to++;
   }
-  char line[160];
+  char line[3 + span + 6 + 3 + 1]; /* "...", the span, the edges' widening, "...", NUL */
   size_t o = 0;
   if (from > 0) line[o++] = '.', line[o++] = '.', line[o++] = '.';
   const size_t caret = o + chars(p->s, from, at);
