@@ -783,6 +783,22 @@ static void test_argument_errors(void) {
   write_npy(path, data, 2, 3, 1, "|b1", 0, "(6,)");
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECK(strstr(splat_last_error(NULL), "must be 2-d") != NULL);
+  write_npy(path, data, 2, 3, 1, "|b1", 0, "(2 3)"); /* no comma between the dimensions */
+  CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat_last_error(NULL), "malformed 'shape'") != NULL, "%s", splat_last_error(NULL));
+  write_npy(path, data, 2, 3, 1, "|b1", 0, NULL); /* then "False," made "Falsey" in place */
+  FILE *fh = fopen(path, "r+b");
+  char header[128] = {0};
+  CHECK(fh && fread(header, 1, sizeof header - 1, fh) > 0);
+  const char *word = strstr(header + 10, "False,"); /* the dict, after the magic and length */
+  if (fh && word) {
+    fseek(fh, (long)(word - header) + 5, SEEK_SET);
+    fputc('y', fh);
+  }
+  if (fh) fclose(fh);
+  CHECK(word != NULL && splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
+  CHECKF(strstr(splat_last_error(NULL), "neither True nor False") != NULL, "%s",
+         splat_last_error(NULL));
   write_npy(path, NULL, 2, 3, 2, "|u1", 0, NULL); /* header, no data */
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_IO);
   CHECK(strstr(splat_last_error(NULL), "truncated") != NULL);

@@ -85,9 +85,10 @@ static splat_status parse_header(const char *who, const char *path, const char *
   }
   p = dict_value(h, "fortran_order");
   if (!p) return bad_header(who, path, "no 'fortran_order' in the header");
-  if (strncmp(p, "True", 4) == 0) {
+  /* The word ends there: "Falsey" is neither. */
+  if (strncmp(p, "True", 4) == 0 && p[4] && strchr(" ,}", p[4])) {
     *fortran = 1;
-  } else if (strncmp(p, "False", 5) == 0) {
+  } else if (strncmp(p, "False", 5) == 0 && p[5] && strchr(" ,}", p[5])) {
     *fortran = 0;
   } else {
     return bad_header(who, path, "'fortran_order' is neither True nor False");
@@ -109,7 +110,11 @@ static splat_status parse_header(const char *who, const char *path, const char *
     while (*p == 'L' || *p == ' ') p++;
     if (nd < 8) dims[nd] = v;
     nd++;
-    if (*p == ',') p++;
+    if (*p == ',') {
+      p++;
+    } else if (*p != ')') {
+      return bad_header(who, path, "malformed 'shape'"); /* "(2 3)" */
+    }
   }
   if (nd != 2) {
     char buf[160];
