@@ -7,7 +7,7 @@
 # products against float64), the float64 checks of A and of H (stop 54's host code has not run
 # on a GPU), A vs H (+ FlexAttention), v76's blocked
 # d128 on H, item 3's strided / dilated alone on H. Results land in $OUT as they come.
-# Run from anywhere: bash bench/pending/s56-next.sh
+# Run from anywhere: bash bench/pending/s56-next.sh [short]
 cd "$(dirname "$0")/../.." || exit 1
 w=${OUT:-/tmp/out-s56}; mkdir -p "$w" /tmp/lg
 summ() { python3 - "$@" <<'PY'
@@ -41,6 +41,7 @@ runA() { SPLAT_CACHE_DIR=/tmp/bA/kcache SPLAT_LIBRARY=/tmp/bA/libsplat.so "$@"; 
 runH() { SPLAT_CACHE_DIR=/tmp/bH/kcache SPLAT_LIBRARY=/tmp/bH/libsplat.so "$@"; }
 runH timeout 80 /tmp/bH/tests/splat_gpu_check --quick --dims 64,128 --dtype bf16 >"$w/check-H-quick.txt" 2>&1; echo "H (the tree) quick d64/128 bf16 rc $? $(tail -1 "$w/check-H-quick.txt")"
 runA timeout 80 /tmp/bA/tests/splat_gpu_check --quick --dims 32,48,96,200 --dtype bf16 >"$w/check-A-quick-bf16.txt" 2>&1; echo "A quick d32/48/96/200 bf16 rc $? $(tail -1 "$w/check-A-quick-bf16.txt")"
+[ "$1" = short ] && exit 0 # a short device window: wgmma_check and the float64 checks only
 B="--rep 20 --warmup 2"
 runA timeout 60 python3 bench/bench_fused.py --peers splat,flex --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-A.jsonl" >"$w/v77-A.txt" 2>/tmp/lg/v77A.log; echo "bench v77 A rc $?"
 runH timeout 35 python3 bench/bench_fused.py --peers splat --no-same-nnz --specs "window(256);blocked(512)" --seqs 16384 --head-dims 32,96,200 $B --json "$w/v77-H.jsonl" >"$w/v77-H.txt" 2>/tmp/lg/v77H.log; echo "bench v77 H rc $?"
