@@ -69,7 +69,10 @@ typedef struct splat_plan splat_plan;
 
 /* The detailed message of the last failure: of `ctx` when it is not NULL, else of
  * the calling thread. "" when there was none. The string stays valid until the next
- * failing call on the same context / thread. */
+ * failing call on the same context / thread. Threads failing at once on one context each
+ * write a whole message (the last one stays); a thread that reads a context's message
+ * while another fails on it may see it change: splat_last_error(NULL), the calling
+ * thread's own, has no such race. */
 SPLAT_API const char *splat_last_error(const splat_context *ctx);
 
 /* "0.1.0": the library version as a static string. */
