@@ -226,8 +226,10 @@ def _array(x: Any, what: str) -> Tuple[np.ndarray, int]:
     code = _lib.dtype_code(arr.dtype.name, what)
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))  # byte-swapped ('>f4' here): a native copy
-    if any(s % arr.itemsize for s in arr.strides):
-        arr = np.ascontiguousarray(arr)  # byte strides that are not whole elements
+    if not arr.flags.aligned or any(s % arr.itemsize for s in arr.strides):
+        # data off its elements' alignment (np.frombuffer at an odd offset), or byte strides
+        # that are not whole elements: an aligned C-order copy (the library refuses both)
+        arr = np.array(arr, order="C", copy=True)
     return arr, code
 
 
