@@ -170,6 +170,23 @@ def values_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: Optional[int
     return pat
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def round_to_float32(x: float) -> float:
+    """x rounded to the nearest float32 (ties to even), as a Python float: +-inf past float32's
+    range, subnormals kept. Pure Python (no numpy call), so torch.compile(fullgraph=True) can
+    trace a front end that checks its scale with it."""
+    if x == 0.0 or not math.isfinite(x):
+        return x
+    m, e = math.frexp(abs(x))  # abs(x) = m * 2**e, 0.5 <= m < 1
+    if e < -149:  # below half of float32's smallest subnormal, 2**-149
+        return math.copysign(0.0, x)
+    bits = 24 if e >= -125 else e + 149  # significant bits float32 keeps at this exponent
+    y = math.ldexp(round(math.ldexp(m, bits)), e - bits)  # round(): half to even
+    return math.copysign(math.inf if y > _FLOAT32_MAX else y, x)
+
+
 def float32_scale(scale: Any) -> float:
     """A scale as the C library takes it (a float32): a real number (a Python or numpy
     scalar, a 0-d array, a jax or torch scalar), finite in float32."""
@@ -188,10 +205,9 @@ def float32_scale(scale: Any) -> float:
         raise invalid(f"scale={scale!r} overflows float32, the library's scale type") from None
     if not math.isfinite(value):
         raise invalid(f"scale={value} must be finite")
-    with np.errstate(over="ignore"):
-        single = float(np.float32(value))
+    single = round_to_float32(value)
     if not math.isfinite(single):
-        raise invalid(f"scale={value:g} overflows float32, the library's scale type (largest {np.finfo(np.float32).max:g})")
+        raise invalid(f"scale={value:g} overflows float32, the library's scale type (largest {_FLOAT32_MAX:g})")
     return single
 
 

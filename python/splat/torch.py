@@ -21,7 +21,7 @@ import torch
 
 from . import _lib
 from .errors import invalid
-from .ops import check_4d, check_empty_batch, plan_cache, resolve_scale
+from .ops import check_4d, check_empty_batch, plan_cache, resolve_scale, round_to_float32
 from .pattern import Pattern, pattern_for_token
 
 __all__ = ["attention"]
@@ -29,6 +29,18 @@ __all__ = ["attention"]
 
 def _tensor(t: torch.Tensor, what: str) -> _lib.SplatTensor:
     return _lib.tensor(t.data_ptr(), _lib.dtype_code(str(t.dtype), what), t.shape, t.stride())
+
+
+def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Tensors, 4-d, and k and v on q's device: checked by the wrapper, the op and its fake
+    (the fake runs alone under torch.compile and where the devices differ, e.g. a meta k)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise invalid(f"{name} must be a torch.Tensor, got {type(x).__name__} (splat.attention takes numpy arrays)")
+        check_4d(tuple(x.shape), name)
+    for name, x in (("k", k), ("v", v)):
+        if x.device != q.device:
+            raise invalid(f"{name} is on {x.device} but q is on {q.device}")
 
 
 def _device(t: torch.Tensor) -> str:
@@ -44,12 +56,12 @@ def _attention_op(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pattern: str, seq_q: int, seq_k: int, scale: float
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """out [B,H,Sq,D] (q's dtype) and float32 lse [B,H,Sq]; scale 0 = 1/sqrt(D)."""
+    _check_inputs(q, k, v)
+    if scale != 0.0 and round_to_float32(scale) == 0.0:
+        raise invalid(f"scale={scale:g} rounds to 0 in float32, where 0 selects the default 1/sqrt(head_dim)")
     pat = pattern_for_token(pattern, seq_q, seq_k)
     B, H, Sq, D = q.shape
     device = _device(q)
-    for name, x in (("k", k), ("v", v)):
-        if x.device != q.device:
-            raise invalid(f"{name} is on {x.device} but q is on {q.device}")
     code = _lib.dtype_code(str(q.dtype), "q")
     plan = plan_cache.get(pat, max(B, 1), H, k.shape[1], D, code, device, _lib.OPS_ATTENTION)
     out = torch.empty((B, H, Sq, D), dtype=q.dtype, device=q.device)
@@ -78,6 +90,7 @@ def _attention_op(
 def _attention_fake(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pattern: str, seq_q: int, seq_k: int, scale: float
 ) -> Tuple[torch.Tensor, torch.Tensor]:
+    _check_inputs(q, k, v)
     B, H, Sq, D = q.shape
     return q.new_empty((B, H, Sq, D)), q.new_empty((B, H, Sq), dtype=torch.float32)
 
@@ -97,8 +110,8 @@ def attention(
     [batch, heads, seq_q, head_dim], k and v [batch, heads_kv, seq_k, head_dim], all
     on one device (CPU or CUDA). Returns out in q's dtype and, with ``return_lse``,
     the float32 log-sum-exp [batch, heads, seq_q]."""
+    _check_inputs(q, k, v)
     for name, x in (("q", q), ("k", k), ("v", v)):
-        check_4d(tuple(x.shape), name)
         if x.dtype not in _DTYPES:
             raise invalid(f"{name}.dtype={x.dtype} unsupported: use float32, float16 or bfloat16")
         if x.dtype != q.dtype:

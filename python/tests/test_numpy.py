@@ -5,11 +5,15 @@ cache and pattern queries."""
 
 from __future__ import annotations
 
+import math
+import random
+
 import numpy as np
 import pytest
 
 import reference as ref
 import splat
+from splat.ops import round_to_float32
 from conftest import BF16, DTYPES, randn
 
 SHAPES = [(97, 97), (61, 97), (97, 40)]  # (seq_q, seq_k)
@@ -357,3 +361,20 @@ def test_pattern_report():
 def test_bfloat16_outputs_are_bfloat16(rng):
     q = randn(rng, (1, 1, 20, 8), BF16)
     assert splat.attention(q, q, q, "dense").dtype == BF16
+
+
+def test_round_to_float32_matches_numpy():
+    """The pure-Python float32 rounding the front ends check scales with (torch.compile
+    traces it) equals numpy's cast: ties to even, subnormals, overflow to inf, signs."""
+    r = random.Random(5)
+    values = [0.5, -0.0, 1e39, -1e39, 2.0**-149, 2.0**-150, 2.0**-151, 1 + 2.0**-24, 1 + 3 * 2.0**-24]
+    values.append(float(np.float32(3.4028235e38)) * (1 + 2.0**-25))  # the tie past float32's largest
+    for _ in range(20000):
+        f = np.float32(math.ldexp(r.random(), r.randint(-150, 128))) * r.choice((1, -1))
+        nxt = np.nextafter(f, np.float32(math.copysign(np.inf, f)))
+        values += [float(f), (float(f) + float(nxt)) / 2 if np.isfinite(nxt) else float(f)]
+        values.append(math.ldexp(r.random(), r.randint(-160, 130)) * r.choice((1, -1)))
+    with np.errstate(over="ignore"):
+        for x in values:
+            want, got = float(np.float32(x)), round_to_float32(x)
+            assert want == got and math.copysign(1, want) == math.copysign(1, got), (x, want, got)

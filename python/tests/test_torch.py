@@ -87,3 +87,26 @@ def test_errors():
     with pytest.raises(splat.Error) as info:
         st.attention(q, k, k, "window(12 5)")
     assert info.value.status == "SPLAT_ERR_PARSE"
+
+
+def test_compile_with_scale():
+    """A given scale traces under fullgraph=True (its float32 check is pure Python)."""
+    pat = splat.Pattern("window(3)", 32)
+    q, k, v = _inputs(5, 32, 32, torch.float32)
+    compiled = torch.compile(lambda q, k, v: st.attention(q, k, v, pat, scale=0.3), fullgraph=True, backend="aot_eager")
+    want, _ = ref.attention(_np(q), _np(k), _np(v), ref.mask_of(ref.window(3), 32, 32), scale=0.3)
+    ref.assert_close(_np(compiled(q, k, v)), want, "float32", "compiled with scale")
+
+
+def test_input_errors():
+    """Inputs that are not tensors, on another device, or of the wrong rank (through the
+    wrapper and the op itself), and a scale the op would read as the default."""
+    q, k, v = _inputs(6, 16, 16, torch.float32)
+    with pytest.raises(splat.Error, match="k is on meta but q is on cpu"):
+        st.attention(q, k.to("meta"), v, "causal")
+    with pytest.raises(splat.Error, match="q must be a torch.Tensor, got ndarray"):
+        st.attention(_np(q), _np(k), _np(v), "causal")
+    with pytest.raises(splat.Error, match="q must be 4-d"):
+        torch.ops.splat.attention(q[0], k[0], v[0], "causal", 16, 16, 0.0)
+    with pytest.raises(splat.Error, match="rounds to 0 in float32"):
+        torch.ops.splat.attention(q, k, v, "causal", 16, 16, 1e-50)
