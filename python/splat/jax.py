@@ -305,5 +305,7 @@ def spmm(probs: Any, v: Any, pattern: Union[Pattern, str]) -> Any:
         raise invalid(f"probs.shape[3]={p.shape[3]} but the pattern's row width W is {pat.row_width}")
     if v.shape[0] != p.shape[0] or v.shape[1] < 1 or p.shape[1] % v.shape[1]:
         raise invalid(f"v.shape={tuple(v.shape)} does not fit probs.shape={tuple(p.shape)}")
+    if not 1 <= v.shape[3] <= _lib.MAX_HEAD_DIM:
+        raise invalid(f"head_dim={v.shape[3]} must be in 1..{_lib.MAX_HEAD_DIM}")
     results = [jax.ShapeDtypeStruct(p.shape[:3] + (v.shape[3],), v.dtype)]
     return _call("spmm", results, (p, v), _attrs(pat, 1.0))[0]

@@ -183,6 +183,10 @@ def test_trace_time_errors(rng):
     with pytest.raises(splat.Error) as info:
         sj.attention(q, q, q, "window(12 5)")
     assert info.value.status == "SPLAT_ERR_PARSE" and "^" in info.value.message
+    probs = sj.softmax(sj.sddmm(q, q, pat), pat)
+    for d in (0, 300):  # spmm's head_dim is v's alone: checked while tracing too
+        with pytest.raises(splat.Error, match=f"head_dim={d} must be in 1..256"):
+            jax.jit(lambda p, v: sj.spmm(p, v, pat))(probs, jnp.ones((1, 2, 40, d), jnp.float32))
 
 
 def test_nan_input_names_the_tensor(rng):
