@@ -94,9 +94,49 @@ contains "$tmp/out" "$tmp/cache"; check "cache list names \$SPLAT_CACHE_DIR" $?
 SPLAT_CACHE_DIR="$tmp/cache" "$SPLAT" cache clear >"$tmp/out" 2>&1; check "cache clear exits 0" $?
 "$SPLAT" cache bogus >"$tmp/out" 2>&1; test $? -eq 2; check "cache bogus exits 2" $?
 
+# The picture: window(0) is the diagonal (two rows a line, each cell one column, half
+# full), and a mask 2^30 columns wide is drawn from its segments in well under a second.
+"$SPLAT" analyze "window(0)" --seq 64 >"$tmp/out" 2>&1; check "analyze window(0) exits 0" $?
+line=$(grep '^|' "$tmp/out" | sed -n 2p)
+test "$line" = "|  ::                                                            |"; check "analyze draws window(0)'s diagonal (line 2: '$line')" $?
+timeout 20 "$SPLAT" analyze "window(100) | strided(3)" --seq 1024 --seq-k 1073741824 >"$tmp/out" 2>&1
+check "analyze draws a 2^30-wide mask in time" $?
+test "$(grep -c '^|' "$tmp/out")" -eq 32; check "analyze draws 32 lines of a 2^30-wide mask" $?
+timeout 20 "$SPLAT" analyze "dense" --seq 1048576 --seq-k 1073741824 --no-picture --json >"$tmp/out" 2>&1
+contains "$tmp/out" '"bsr_blocks": *68719476736'; check "analyze counts dense 2^20 x 2^30's 2^36 BSR blocks in time" $?
+
+# A FIFO under a cache entry's name is refused, never waited on; `cache clear` removes the
+# names splat writes and leaves other files alone, also ones that look like them.
+mkdir -p "$tmp/fcache"
+fifo_entry=0123456789abcdef0123456789abcdef.cubin
+mkfifo "$tmp/fcache/$fifo_entry"
+SPLAT_CACHE_DIR="$tmp/fcache" timeout 20 "$SPLAT" cache list >"$tmp/out" 2>&1; check "cache list with a FIFO entry returns" $?
+contains "$tmp/out" "${fifo_entry%.cubin}  invalid"; check "cache list calls the FIFO entry invalid" $?
+for f in .tmp-0123456789abcdef0123456789abcdef-a1B2c3 .tmp-nvrtc-Zz09aa nvrtc-0123456789abcdef.stamp; do
+  : >"$tmp/fcache/$f"
+done
+for f in .tmp-notes nvrtc-my.stamp .tmp-nvrtc-toolong1 nvrtc-0123456789ABCDEF.stamp keep.txt; do
+  : >"$tmp/fcache/$f"
+done
+SPLAT_CACHE_DIR="$tmp/fcache" timeout 20 "$SPLAT" cache clear >"$tmp/out" 2>&1; check "cache clear with a FIFO entry exits 0" $?
+left=$(ls -A "$tmp/fcache" | LC_ALL=C sort | tr '\n' ' ')
+test "$left" = ".tmp-notes .tmp-nvrtc-toolong1 keep.txt nvrtc-0123456789ABCDEF.stamp nvrtc-my.stamp "
+check "cache clear removes splat's names only (left: $left)" $?
+
+# Output that cannot be written fails the command, naming why.
+if [ -w /dev/full ]; then
+  "$SPLAT" --help >/dev/full 2>"$tmp/out"; test $? -eq 1; check "--help > /dev/full exits 1" $?
+  contains "$tmp/out" "cannot write the output"; check "a failed write to stdout is named" $?
+  "$SPLAT" analyze "window(4)" --seq 64 >/dev/full 2>"$tmp/out"; test $? -ne 0; check "analyze > /dev/full fails" $?
+fi
+
 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --arch sm_75 --source-only >"$tmp/out" 2>&1
 test $? -eq 2; check "codegen --arch sm_75 exits 2" $?
 contains "$tmp/out" "sm_80 or newer"; check "codegen names the oldest target" $?
+for arch in sm_0080 sm_080 sm_1000 sm_90b; do
+  "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --arch $arch --source-only >"$tmp/out" 2>&1
+  test $? -eq 2 && contains "$tmp/out" "got '$arch'"; check "codegen --arch $arch (the library refuses it) exits 2" $?
+done
 "$SPLAT" codegen "window(64)" --seq 1000 --head-dim 64 --dtype bf16 --arch sm_99999999999999999999 --source-only >"$tmp/out" 2>&1
 test $? -eq 2; check "codegen --arch past the range of long exits 2" $?
 contains "$tmp/out" "got 'sm_99999999999999999999'"; check "codegen names the out-of-range --arch" $?
@@ -189,6 +229,7 @@ contains "$tmp/out" "usage: splat version"; check "version --help prints its usa
 
 "$SPLAT" env >"$tmp/out" 2>&1; check "env exits 0" $?
 contains "$tmp/out" "cuda:"; check "env reports cuda" $?
+grep -Eq "^nvrtc: ([0-9]+\.[0-9]+|unavailable: NVRTC)" "$tmp/out"; check "env gives NVRTC's version or the loader's reason" $?
 
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -786,6 +786,14 @@ static void test_argument_errors(void) {
   write_npy(path, data, 2, 3, 1, "|b1", 0, "(2 3)"); /* no comma between the dimensions */
   CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT);
   CHECKF(strstr(splat_last_error(NULL), "malformed 'shape'") != NULL, "%s", splat_last_error(NULL));
+  write_npy(path, data, 2, 3, 1, "|b1", 0, "(2, 3), 'shape': (3, 2)"); /* a key twice */
+  CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT && p == NULL);
+  CHECKF(strstr(splat_last_error(NULL), "'shape' appears more than once") != NULL, "%s",
+         splat_last_error(NULL));
+  write_npy(path, data, 2, 3, 1, "|b1", 0, "(2, 3), \"descr\": '<f4'"); /* in other quotes */
+  CHECK(splat_pattern_from_npy(path, &p) == SPLAT_ERR_INVALID_ARGUMENT && p == NULL);
+  CHECKF(strstr(splat_last_error(NULL), "'descr' appears more than once") != NULL, "%s",
+         splat_last_error(NULL));
   write_npy(path, data, 2, 3, 1, "|b1", 0, NULL); /* then "False," made "Falsey" in place */
   FILE *fh = fopen(path, "r+b");
   char header[128] = {0};

@@ -19,8 +19,10 @@
 #include "cuda/kcompile.h"
 #include "cuda/kernel_cache.h"
 #include "cuda/kgen.h"
+#include "cuda/nvrtc.h"
 #include "cuda/tile_rows.h"
 #include "cuda/tile_tail.h"
+#include "pattern/pattern.h"
 #include "splat.h"
 
 static const char *usage_main =
@@ -87,10 +89,10 @@ static const char *usage_codegen =
     "  --dtype T         f32, f16 or bf16 (or float32, fp16, bfloat16, ...) (required)\n"
     "  --arch A          target, e.g. sm_90a, sm_80 [sm_90a]\n"
     "  --op OP           sddmm, softmax, spmm, attention or all [all]\n"
-    "  --batch B         batch of the plan whose tiles are shown [1]\n"
+    "  --batch B         batch of the plan whose tiles are shown, 1..2^20 [1]\n"
     "  --heads H         heads of that plan, 1..65536 [1]\n"
     "  --sms N           the device's SMs, which the choice of 192-row query tiles counts\n"
-    "                    rounds of (132 on an H100 SXM); 0: unknown [0]\n"
+    "                    rounds of (132 on an H100 SXM), 0..4096; 0: unknown [0]\n"
     "                    (--batch, --heads and --sms matter to the fused attention only)\n"
     "  --source-only     print the sources, do not compile\n";
 
@@ -155,46 +157,72 @@ static int wants_help(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ analyze */
 
+/* Columns of segment g below column x: whole periods passed, each width wide, plus the
+ * part of the period x falls in. */
+static int64_t segment_columns_below(splat__segment g, int64_t x) {
+  if (x <= g.start) return 0;
+  const int64_t d = x - g.start;
+  if (g.count == 1) return d < g.width ? d : g.width;
+  const int64_t k = d / g.stride, r = d % g.stride;
+  return k >= g.count ? (int64_t)g.count * g.width : k * g.width + (r < g.width ? r : g.width);
+}
+
+/* Adds row i's columns to the cells' counts: cell c holds the columns j with
+ * j * cols / sk == c, [c0[c], c0[c + 1]). From the row's segments in O(cols x segments),
+ * so a row 2^30 columns wide costs no more than a narrow one; a row of more segments than
+ * the scratch holds (an explicit mask) is walked column by column. */
+static int add_row_to_cells(splat__row_eval *e, int64_t i, int64_t sk, int cols, const int64_t *c0,
+                            int64_t *hits, int32_t **columns) {
+  enum { MAX_ROW_SEGMENTS = 64 };
+  splat__segment segs[MAX_ROW_SEGMENTS];
+  const int n = splat__row_segments(e, i, segs, MAX_ROW_SEGMENTS);
+  if (n >= 0) {
+    for (int g = 0; g < n; g++) {
+      const int64_t first = segs[g].start, last = splat__segment_last(segs[g]);
+      for (int c = (int)(first * cols / sk); c <= (int)(last * cols / sk); c++)
+        hits[c] +=
+            segment_columns_below(segs[g], c0[c + 1]) - segment_columns_below(segs[g], c0[c]);
+    }
+    return 1;
+  }
+  if (!*columns && !(*columns = malloc((size_t)sk * sizeof **columns))) return 0;
+  const int64_t m = splat__row_columns(e, i, *columns);
+  for (int64_t t = 0; t < m; t++) hits[(*columns)[t] * cols / sk]++;
+  return 1;
+}
+
 /* Prints up to 32 x 64 cells of the mask; each cell shows the fraction of its
  * elements in the mask over up to 8 sampled rows: ' ' none, '.' < 1/3, ':' < 1, '#' all. */
 static int print_picture(const splat_pattern *p) {
   enum { MAX_ROWS = 32, MAX_COLS = 64, SAMPLES = 8 };
-  int64_t sq = splat_pattern_seq_q(p), sk = splat_pattern_seq_k(p);
-  int rows = sq < MAX_ROWS ? (int)sq : MAX_ROWS, cols = sk < MAX_COLS ? (int)sk : MAX_COLS;
-  int64_t *buf = malloc((size_t)sk * sizeof *buf);
-  int64_t *hits = malloc((size_t)cols * sizeof *hits);
-  if (!buf || !hits) {
-    free(buf);
-    free(hits);
-    fprintf(stderr, "splat: out of memory drawing the picture\n");
-    return 1;
-  }
+  const int64_t sq = splat_pattern_seq_q(p), sk = splat_pattern_seq_k(p);
+  const int rows = sq < MAX_ROWS ? (int)sq : MAX_ROWS, cols = sk < MAX_COLS ? (int)sk : MAX_COLS;
+  int64_t c0[MAX_COLS + 1], hits[MAX_COLS];
+  for (int c = 0; c <= cols; c++) c0[c] = (c * sk + cols - 1) / cols;
+  splat__row_eval *e = NULL;
+  const splat_status st = splat__row_eval_create(p, &e);
+  if (st != SPLAT_OK) return fail("drawing the picture", st, NULL);
+  int32_t *columns = NULL;
+  int ok = 1;
   printf("mask (%d x %d cells over %lld x %lld):\n", rows, cols, (long long)sq, (long long)sk);
-  for (int r = 0; r < rows; r++) {
-    int64_t r0 = r * sq / rows, r1 = (r + 1) * sq / rows;
-    int64_t nsample = r1 - r0 < SAMPLES ? r1 - r0 : SAMPLES;
-    memset(hits, 0, (size_t)cols * sizeof *hits);
-    for (int64_t s = 0; s < nsample; s++) {
-      int64_t row = r0 + s * (r1 - r0) / nsample, n = 0;
-      if (splat_pattern_row(p, row, buf, sk, &n) != SPLAT_OK) {
-        free(buf);
-        free(hits);
-        return fail("splat_pattern_row", SPLAT_ERR_INTERNAL, NULL);
-      }
-      for (int64_t t = 0; t < n; t++) hits[buf[t] * cols / sk]++;
-    }
+  for (int r = 0; r < rows && ok; r++) {
+    const int64_t r0 = r * sq / rows, r1 = (r + 1) * sq / rows;
+    const int64_t nsample = r1 - r0 < SAMPLES ? r1 - r0 : SAMPLES;
+    memset(hits, 0, sizeof hits);
+    for (int64_t s = 0; s < nsample && ok; s++)
+      ok = add_row_to_cells(e, r0 + s * (r1 - r0) / nsample, sk, cols, c0, hits, &columns);
+    if (!ok) break;
     putchar('|');
     for (int c = 0; c < cols; c++) {
-      /* cell c holds the columns j with j * cols / sk == c: [ceil(c sk / cols), ceil((c+1) ...)) */
-      int64_t c0 = (c * sk + cols - 1) / cols, c1 = ((c + 1) * sk + cols - 1) / cols;
-      int64_t cells = (c1 - c0) * nsample;
+      const int64_t cells = (c0[c + 1] - c0[c]) * nsample;
       putchar(hits[c] == 0 ? ' ' : hits[c] == cells ? '#' : 3 * hits[c] < cells ? '.' : ':');
     }
     printf("|\n");
   }
-  free(buf);
-  free(hits);
-  return 0;
+  free(columns);
+  splat__row_eval_destroy(e);
+  if (!ok) fprintf(stderr, "splat: out of memory drawing the picture\n");
+  return ok ? 0 : 1;
 }
 
 static int cmd_analyze(int argc, char **argv) {
@@ -684,12 +712,15 @@ static int cmd_codegen(int argc, char **argv) {
         }
         dtype = (int)parsed;
       } else if (!strcmp(a, "--arch")) {
-        /* sm_XY, sm_XYa or sm_XYf with XY >= 80: the kernels use cp.async, bf16, ldmatrix */
+        /* sm_XY(Z), sm_XYa or sm_XYf with XY >= 80 written without leading zeros, as the
+         * library takes it: the kernels use cp.async, bf16, ldmatrix */
         char *end = NULL;
         errno = 0; /* sm_99999999999999999999 saturates strtol: ERANGE, refused */
-        long cc =
-            strncmp(v, "sm_", 3) || !isdigit((unsigned char)v[3]) ? 0 : strtol(v + 3, &end, 10);
-        if (cc < 80 || errno == ERANGE || !end || (*end && strcmp(end, "a") && strcmp(end, "f"))) {
+        long cc = strncmp(v, "sm_", 3) || !isdigit((unsigned char)v[3]) || v[3] == '0'
+                      ? 0
+                      : strtol(v + 3, &end, 10);
+        if (cc < 80 || cc > 999 || errno == ERANGE || !end ||
+            (*end && strcmp(end, "a") && strcmp(end, "f"))) {
           fprintf(stderr,
                   "splat codegen: --arch expects sm_80 or newer (e.g. sm_80, sm_90a), got '%s'\n",
                   v);
@@ -969,14 +1000,17 @@ static int cmd_env(int argc, char **argv) {
   } else {
     printf("cuda:  unavailable: %s\n", why);
   }
-  if (env.nvrtc_available)
+  if (env.nvrtc_available) {
     printf("nvrtc: %d.%d\n", env.nvrtc_version / 1000, env.nvrtc_version % 1000 / 10);
-  else
-    printf("nvrtc: not found (dlopen of libnvrtc.so failed)\n");
+  } else {
+    /* the loader's own sentence: which names were tried and what dlopen said */
+    splat__nvrtc_version(NULL, NULL);
+    printf("nvrtc: unavailable: %s\n", splat_last_error(NULL));
+  }
   return st == SPLAT_OK ? 0 : 1;
 }
 
-int main(int argc, char **argv) {
+static int run_command(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
       !strcmp(argv[1], "help")) {
     fputs(usage_main, argc < 2 ? stderr : stdout);
@@ -1002,4 +1036,18 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr, "splat: unknown command '%s'\n\n%s", cmd, usage_main);
   return 2;
+}
+
+/* A command whose output could not all be written (a full disk, a closed pipe) fails,
+ * naming why, rather than exiting 0 with its output cut short. */
+int main(int argc, char **argv) {
+  const int rc = run_command(argc, argv);
+  errno = 0;
+  const int flushed = fflush(stdout) == 0;
+  if (!flushed || ferror(stdout)) {
+    fprintf(stderr, "splat: cannot write the output: %s\n",
+            flushed || !errno ? "a write to stdout failed" : strerror(errno));
+    return rc ? rc : 1;
+  }
+  return rc;
 }

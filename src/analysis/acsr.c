@@ -23,13 +23,17 @@ static void advise_huge(void *p, size_t bytes) {
 
 #define RUN_GAP_MAX 64
 
-/* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
-/* Bytes of physical memory, or 0 if unknown. */
-static double physical_memory(void) {
+double splat__physical_memory(void) {
   const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
   return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
 }
 
+double splat__acsr_bytes(const splat__acsr *a) {
+  return (double)(a->seq_q + 1) * 2 * sizeof(int64_t) +
+         (double)a->row_seg[a->seq_q] * sizeof *a->segs + (double)a->rem_nnz * sizeof *a->rem_cols;
+}
+
+/* Grows *buf (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
 static int grow(void **buf, int64_t *cap, int64_t need, size_t elem) {
   if (need <= *cap) return 1;
   int64_t ncap = *cap > 0 ? *cap : 64;
@@ -115,7 +119,7 @@ splat_status splat__acsr_build(const splat_pattern *p, int max_segments, splat__
    * hold them (the kernel would grant the allocations and end the process later). */
   const double need = (double)(seq_q + 1) * 2 * sizeof(int64_t) +
                       (double)seg_guess * sizeof *out->segs,
-               have = physical_memory();
+               have = splat__physical_memory();
   if (have > 0 && need > have) {
     st = splat__fail(SPLAT_ERR_OUT_OF_MEMORY,
                      "the analysis of %lld rows needs about %.1f GB; this machine has %.1f GB",

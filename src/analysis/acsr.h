@@ -42,6 +42,12 @@ static inline int splat__acsr_row_irregular(const splat__acsr *a, int64_t i) {
 static inline int64_t splat__acsr_choose_row_width(int64_t max_row_nnz) {
   return max_row_nnz < SPLAT__ROUNDED_ROWS ? max_row_nnz : (max_row_nnz + 15) / 16 * 16;
 }
+/* The bytes a's arrays take. */
+double splat__acsr_bytes(const splat__acsr *a);
+/* Bytes of this machine's physical memory, or 0 if unknown: the analysis refuses, with
+ * SPLAT_ERR_OUT_OF_MEMORY, work whose arrays cannot fit in it (the kernel would grant the
+ * allocations and end the process later). */
+double splat__physical_memory(void);
 /* Number of columns of row i. */
 int64_t splat__acsr_row_nnz(const splat__acsr *a, int64_t i);
 /* Columns of row i in increasing order into out (room for a->width); returns count.

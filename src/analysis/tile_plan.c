@@ -823,6 +823,17 @@ static splat_status build_plan(const splat__acsr *a, int tile_q, int tile_k, int
 
   const int64_t seq_q = a->seq_q;
   const int K = a->max_segments > 0 ? a->max_segments : 1;
+  /* At least a tile and a run for each tile_q rows, beside the analysis itself: refused
+   * here when this machine's memory cannot hold them (tile 1 x 1 over 2^29 rows). */
+  const double need =
+                   splat__acsr_bytes(a) + (double)((seq_q + tile_q - 1) / tile_q) *
+                                              (sizeof(splat__query_tile) + sizeof(splat__key_run)),
+               have = splat__physical_memory();
+  if (have > 0 && need > have)
+    return splat__fail(SPLAT_ERR_OUT_OF_MEMORY,
+                       "the tile plan of %lld rows in tiles of %dx%d needs at least %.1f GB with "
+                       "the analysis; this machine has %.1f GB",
+                       (long long)seq_q, tile_q, tile_k, need / 1e9, have / 1e9);
   splat_status st = SPLAT_OK;
   builder b;
   memset(&b, 0, sizeof b);

@@ -4,6 +4,7 @@
  * SPLAT_DUMP_DIR dumps. */
 #include "cuda/kernel_cache.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,13 +61,14 @@ typedef struct cache_file {
 
 /* Reads and validates path. Returns 1 when the file is a complete, uncorrupted entry
  * (and, when key is not NULL, of that key); 0 otherwise (why says why; file->data is
- * freed). *missing is set when the file does not exist. */
+ * freed). *missing is set when the file does not exist. Opens without blocking, so a FIFO
+ * or device under an entry's name is refused, never waited on. */
 static int cache_file_read(const char *path, const splat__hash128 *key, cache_file *file,
                            int *missing, const char **why) {
   memset(file, 0, sizeof *file);
   *missing = 0;
   *why = "";
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     *missing = errno == ENOENT || errno == ENOTDIR;
     *why = "cannot be opened";
@@ -746,8 +748,23 @@ static int is_cache_name(const char *name) {
   return splat__hash_parse_hex(name, &k);
 }
 
+/* 1 when the n bytes at s are lowercase hex digits (the form hash names are written in). */
+static int is_lower_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+/* 1 for the names of splat's own temporary files: ".tmp-<32 hex>-XXXXXX" (an entry being
+ * written) and ".tmp-nvrtc-XXXXXX" (a stamp being written), XXXXXX from mkstemp. */
 static int is_temp_name(const char *name) {
-  return !strncmp(name, ".tmp-", 5);
+  const size_t n = strlen(name);
+  if (strncmp(name, ".tmp-", 5) != 0 || n < 12 || name[n - 7] != '-') return 0;
+  for (size_t i = n - 6; i < n; i++)
+    if (!isalnum((unsigned char)name[i])) return 0;
+  const size_t middle = n - 12; /* between ".tmp-" and "-XXXXXX" */
+  return (middle == 32 && is_lower_hex(name + 5, 32)) ||
+         (middle == 5 && !strncmp(name + 5, "nvrtc", 5));
 }
 
 static int cmp_names(const void *a, const void *b) {
@@ -838,9 +855,10 @@ splat_status splat__cache_list(splat__cache_visit visit, void *user, int64_t *co
   return SPLAT_OK;
 }
 
+/* 1 for "nvrtc-<16 hex>.stamp", the name stamp_path writes. */
 static int is_stamp_name(const char *name) {
-  const size_t n = strlen(name);
-  return !strncmp(name, "nvrtc-", 6) && n > 12 && !strcmp(name + n - 6, ".stamp");
+  return strlen(name) == 6 + 16 + 6 && !strncmp(name, "nvrtc-", 6) && is_lower_hex(name + 6, 16) &&
+         !strcmp(name + 22, ".stamp");
 }
 
 static int is_cache_or_temp(const char *name) {

@@ -35,6 +35,18 @@ void splat__bitmask_release(splat__bitmask *m) {
 
 /* ---------------------------------------------------------------- .npy */
 
+/* Times 'key' (in either quotes) occurs in a header dict. */
+static int dict_count(const char *h, const char *key) {
+  char pat[32];
+  const char *quotes = "'\"";
+  int n = 0;
+  for (int q = 0; q < 2; q++) {
+    snprintf(pat, sizeof pat, "%c%s%c", quotes[q], key, quotes[q]);
+    for (const char *p = strstr(h, pat); p; p = strstr(p + 1, pat)) n++;
+  }
+  return n;
+}
+
 /* Finds 'key' in a header dict; returns the position just after the ':' or NULL. */
 static const char *dict_value(const char *h, const char *key) {
   char pat[32];
@@ -61,6 +73,14 @@ static splat_status bad_header(const char *who, const char *path, const char *wh
 /* Parses the header dict into dtype code ('b', 'u' or 'i'), order and shape. */
 static splat_status parse_header(const char *who, const char *path, const char *h, char *kind,
                                  int *fortran, int64_t shape[2]) {
+  static const char *const keys[] = {"descr", "fortran_order", "shape"};
+  for (int k = 0; k < 3; k++) {
+    if (dict_count(h, keys[k]) > 1) {
+      char what[64];
+      snprintf(what, sizeof what, "'%s' appears more than once in the header", keys[k]);
+      return bad_header(who, path, what);
+    }
+  }
   const char *p = dict_value(h, "descr");
   if (!p || (*p != '\'' && *p != '"')) return bad_header(who, path, "no 'descr' in the header");
   char q = *p++;
