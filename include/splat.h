@@ -91,7 +91,8 @@ SPLAT_API splat_status splat_dtype_parse(const char *name, splat_dtype *out);
  * ACSR values (scores, probabilities): [batch, heads, seq_q, W], W = the plan's
  * row width. Log-sum-exp: dtype SPLAT_F32, [batch, heads, seq_q, 1].
  * `data` is host memory for a CPU context, device memory for a CUDA context.
- * Strides are in elements and may be any int64 (outputs must not overlap). */
+ * Strides are in elements, |stride| <= 2^40 (outputs must not overlap); a batch or head
+ * dimension of extent 1 may have any stride, never used (docs/api.md, Tensors). */
 typedef struct splat_tensor {
   void *data;
   splat_dtype dtype;

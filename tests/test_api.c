@@ -364,6 +364,72 @@ static void test_huge_sizes(splat_context *ctx) {
   splat_pattern_destroy(p);
 }
 
+/* A batch or head dimension of extent 1 is indexed at 0 only: whatever its stride (2^50,
+ * -2^62: a framework may leave any value there), the results are those of the contiguous
+ * tensors, bit for bit; softmax in place is still recognised as in place. A key dimension of
+ * extent 1 keeps the range check. */
+static void test_unused_strides(splat_context *ctx) {
+  enum { S = 24, DH = 8, H = 3 };
+  splat_pattern *p = NULL;
+  CHECK(splat_pattern_parse("window(5) | global(1)", S, 0, &p) == SPLAT_OK);
+  splat_plan *plan = NULL;
+  const splat_plan_desc desc = {1, H, 1, DH, SPLAT_F32, 0, 0, 0, 0};
+  CHECK(p && splat_plan_create(ctx, p, &desc, &plan) == SPLAT_OK);
+  if (!plan) {
+    splat_pattern_destroy(p);
+    return;
+  }
+  const int64_t W = splat_plan_row_width(plan);
+  static float q[H * S * DH], k[S * DH], v[S * DH], o1[H * S * DH], o2[H * S * DH];
+  float *s1 = calloc((size_t)(H * S * W), 4), *s2 = calloc((size_t)(H * S * W), 4);
+  fill(q, H * S * DH, 4), fill(k, S * DH, 5), fill(v, S * DH, 6);
+  splat_tensor tq = splat_tensor_contiguous(q, SPLAT_F32, 1, H, S, DH);
+  splat_tensor tk = splat_tensor_contiguous(k, SPLAT_F32, 1, 1, S, DH);
+  splat_tensor tv = splat_tensor_contiguous(v, SPLAT_F32, 1, 1, S, DH);
+  splat_tensor to1 = splat_tensor_contiguous(o1, SPLAT_F32, 1, H, S, DH);
+  splat_tensor to2 = to1;
+  to2.data = o2;
+  CHECK(splat_attention(plan, &tq, &tk, &tv, 0, &to1, NULL, NULL) == SPLAT_OK);
+  splat_tensor wq = tq, wk = tk, wv = tv;
+  wq.strides[0] = (int64_t)1 << 50;
+  wk.strides[0] = -((int64_t)1 << 62), wk.strides[1] = (int64_t)1 << 45;
+  wv.strides[0] = 7, wv.strides[1] = -3; /* also off the 16-byte alignment vector loads need */
+  to2.strides[0] = (int64_t)1 << 61;
+  CHECKF(splat_attention(plan, &wq, &wk, &wv, 0, &to2, NULL, NULL) == SPLAT_OK, "'%s'",
+         splat_last_error(ctx));
+  CHECK(memcmp(o1, o2, sizeof o1) == 0);
+  splat_tensor ts1 = splat_tensor_contiguous(s1, SPLAT_F32, 1, H, S, W), ts2 = ts1, ts2b;
+  ts2.data = s2;
+  CHECK(splat_sddmm(plan, &tq, &tk, 0.5f, &ts1, NULL) == SPLAT_OK);
+  CHECK(splat_sddmm(plan, &wq, &wk, 0.5f, &ts2, NULL) == SPLAT_OK);
+  ts2b = ts2, ts2b.strides[0] = 12345; /* the same elements as ts2: in place */
+  CHECK(splat_softmax(plan, &ts1, 1.0f, &ts1, NULL, NULL) == SPLAT_OK);
+  CHECKF(splat_softmax(plan, &ts2, 1.0f, &ts2b, NULL, NULL) == SPLAT_OK, "'%s'",
+         splat_last_error(ctx));
+  CHECK(memcmp(s1, s2, (size_t)(H * S * W) * 4) == 0);
+  splat_plan_destroy(plan);
+  /* seq_k 1: the key dimension's stride stays range-checked */
+  splat_pattern_destroy(p);
+  p = NULL;
+  const splat_plan_desc one = {1, 1, 1, DH, SPLAT_F32, 0, 0, 0, 0};
+  plan = NULL;
+  CHECK(splat_pattern_parse("dense", 4, 1, &p) == SPLAT_OK &&
+        splat_plan_create(ctx, p, &one, &plan) == SPLAT_OK);
+  if (plan) {
+    splat_tensor k1 = splat_tensor_contiguous(k, SPLAT_F32, 1, 1, 1, DH);
+    splat_tensor q1 = splat_tensor_contiguous(q, SPLAT_F32, 1, 1, 4, DH);
+    splat_tensor out1 = splat_tensor_contiguous(o1, SPLAT_F32, 1, 1, 4, DH);
+    k1.strides[2] = (int64_t)1 << 50;
+    CHECK(splat_attention(plan, &q1, &k1, &k1, 0, &out1, NULL, NULL) == SPLAT_ERR_INVALID_ARGUMENT);
+    CHECKF(contains(splat_last_error(ctx), "k.strides[2]=1125899906842624 is out of range"), "'%s'",
+           splat_last_error(ctx));
+  }
+  splat_plan_destroy(plan);
+  splat_pattern_destroy(p);
+  free(s1);
+  free(s2);
+}
+
 int main(void) {
   test_names();
   test_context();
@@ -377,6 +443,7 @@ int main(void) {
     test_ops(ctx, p);
     test_plan_ops(ctx, p);
     test_huge_sizes(ctx);
+    test_unused_strides(ctx);
   }
   splat_pattern_destroy(p);
   splat_context_destroy(ctx);

@@ -44,7 +44,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from . import _build, _lib
-from .errors import Error, invalid
+from .errors import Error, flag, invalid
 from .ops import SHORT_DTYPES, as_pattern, check_4d, float32_scale, resolve_scale, values_pattern
 from .pattern import Pattern
 
@@ -244,6 +244,7 @@ def attention(
     """Attention under ``pattern`` (see ``splat.attention``): q [batch, heads, seq_q,
     head_dim], k and v [batch, heads_kv, seq_k, head_dim]. Returns out (q's dtype)
     and, with ``return_lse``, the float32 log-sum-exp [batch, heads, seq_q]."""
+    return_lse = flag(return_lse, "return_lse")
     q, k, v = _check(q, "q"), _check(k, "k"), _check(v, "v")
     _same_dtype(q, "q", k=k, v=v)
     _check_qkv(q, k, v)
@@ -282,6 +283,7 @@ def softmax(
 ) -> Union[Any, Tuple[Any, Any]]:
     """Row softmax of ``scale * scores`` over ACSR values (see ``splat.softmax``; a spec
     string needs ``seq_k``). Padding entries are unspecified."""
+    return_lse = flag(return_lse, "return_lse")
     s = _check(scores, "scores")
     pat = values_pattern(pattern, s.shape[2], seq_k, "splat.jax.softmax")
     _check_seq(pat, s.shape[2], None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import threading
 from collections import OrderedDict
 from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
@@ -19,7 +20,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from . import _lib
-from .errors import invalid
+from .errors import c_integer, flag, invalid, positive_int
 from .pattern import Pattern, pattern_for_token
 
 # ------------------------------------------------------------------ plans
@@ -43,6 +44,16 @@ class PlanParams(NamedTuple):
     ops: int
 
 
+def plan_params(*args: Any, **kwargs: Any) -> PlanParams:
+    """``PlanParams(*args, **kwargs)`` checked: integers, never bools (True would key the cache
+    as 1), that fit the fields of ``splat_plan_desc`` (ctypes would wrap past them)."""
+    params = PlanParams(*args, **kwargs)
+    return params._replace(
+        **{what: c_integer(getattr(params, what), what, 64) for what in ("batch", "heads", "heads_kv", "head_dim")},
+        **{what: c_integer(getattr(params, what), what, 32) for what in ("dtype", "ops")},
+    )
+
+
 class Plan:
     """A C ``splat_plan``: the analysis of one pattern for one set of shapes, dtype
     and device (``Plan(pattern, *args, **kwargs)``, the rest as ``PlanParams``). Runs are
@@ -50,7 +61,7 @@ class Plan:
 
     def __init__(self, pattern: Pattern, *args: Any, **kwargs: Any) -> None:
         self.handle: Optional[int] = None
-        batch, heads, heads_kv, head_dim, dtype, device, ops = PlanParams(*args, **kwargs)
+        batch, heads, heads_kv, head_dim, dtype, device, ops = plan_params(*args, **kwargs)
         if heads_kv > 0 and heads % heads_kv:
             # the C message's "or be 0" is the C API's spelling of heads_kv = heads
             raise invalid(
@@ -100,7 +111,7 @@ class PlanCache:
 
     def get(self, pattern: Pattern, *args: Any, **kwargs: Any) -> Plan:
         """``Plan(pattern, *args, **kwargs)``: the cached one, else a new one, cached."""
-        params = PlanParams(*args, **kwargs)
+        params = plan_params(*args, **kwargs)
         key = (pattern.key, params)
         with self._lock:
             plan = self._plans.get(key)
@@ -138,7 +149,9 @@ class PlanCache:
 def _cache_size() -> int:
     # empty counts as unset, as for the C library's variables (SPLAT_NUM_THREADS, ...)
     text = os.environ.get("SPLAT_PLAN_CACHE_SIZE") or "64"
-    if not text.lstrip().isdigit():  # leading blanks as strtol skips them; no trailing ones
+    # ASCII digits (str.isdigit() would pass "²", which int() refuses); leading blanks as
+    # strtol skips them, no trailing ones
+    if not re.fullmatch(r"[ \t\n\v\f\r]*[0-9]+", text):
         raise invalid(f"$SPLAT_PLAN_CACHE_SIZE={text!r} must be a non-negative integer")
     return int(text)
 
@@ -159,12 +172,14 @@ def values_pattern(pattern: Union[Pattern, str], seq_q: int, seq_k: Optional[int
     """The pattern of an op on ACSR values alone (softmax): their shape gives seq_q but not
     seq_k, so spec text needs ``seq_k`` (parsed as seq_q x seq_q, a pattern of more keys
     would be normalised over the wrong entries without a word); a Pattern must match it."""
+    if seq_k is not None:
+        seq_k = positive_int(seq_k, f"{fn}: seq_k")
     if isinstance(pattern, str) and seq_k is None:
         raise invalid(
             f"{fn}: pattern={pattern!r} is spec text, and the scores do not say how many keys "
             "their rows see: pass seq_k= (the keys' sequence length) or a splat.Pattern"
         )
-    pat = as_pattern(pattern, seq_q, seq_q if seq_k is None else int(seq_k))
+    pat = as_pattern(pattern, seq_q, seq_q if seq_k is None else seq_k)
     if seq_k is not None and pat.seq_k != seq_k:
         raise invalid(f"{fn}: seq_k={seq_k} but the pattern has {pat.seq_k} keys")
     return pat
@@ -310,6 +325,7 @@ def attention(
     1/sqrt(head_dim). Returns out [batch, heads, seq_q, head_dim] in q's dtype, and
     with ``return_lse`` also the float32 log-sum-exp [batch, heads, seq_q] (-inf for
     rows that see no key; their output is zero)."""
+    return_lse = flag(return_lse, "return_lse")
     qa, code = _array(q, "q")
     ka, kcode = _array(k, "k")
     va, vcode = _array(v, "v")
@@ -382,6 +398,7 @@ def softmax(
     Returns probs in the scores' dtype (padding 0), and with ``return_lse`` the
     float32 log-sum-exp [batch, heads, seq_q]. A spec string needs ``seq_k`` (the keys'
     sequence length: the scores do not carry it)."""
+    return_lse = flag(return_lse, "return_lse")
     sa, code = _array(scores, "scores")
     B, H, Sq, _ = sa.shape
     pat = values_pattern(pattern, Sq, seq_k, "splat.softmax")

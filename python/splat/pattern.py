@@ -12,6 +12,7 @@ import ctypes
 import hashlib
 import os
 import re
+import sys
 import threading
 import time
 import weakref
@@ -22,17 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _lib
-from .errors import invalid
-
-
-def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise invalid(f"{what}={value!r} must be an integer")
-    if value < 1:
-        raise invalid(f"{what}={value} must be >= 1")
-    if value >= 2**63:  # ctypes would wrap it silently
-        raise invalid(f"{what}={value} must be below 2^63")
-    return int(value)
+from .errors import c_integer, flag, integer, invalid, positive_int
 
 
 # Patterns without spec text (explicit masks and masks read from files), by token, while
@@ -149,6 +140,25 @@ def _from_files(spec: str, seq_q: int, seq_k: int) -> "Pattern":
     return pat
 
 
+def _mask_array(mask: Any) -> np.ndarray:
+    """A mask as a numpy array, its numeric dtypes that numpy lacks widened to float32
+    (exact for all of them: bfloat16, float8, int4)."""
+    torch = sys.modules.get("torch")  # only a program that imported torch can pass a tensor
+    try:
+        if torch is not None and isinstance(mask, torch.Tensor):
+            # Tensor.numpy() takes no tensor that requires grad or lives off the CPU, and
+            # no bfloat16 or float8
+            mask = mask.detach().cpu()
+            if mask.is_floating_point() and mask.element_size() < 4:
+                mask = mask.float()
+        arr = np.asarray(mask)
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as exc:
+        raise invalid(f"mask ({type(mask).__name__}) cannot be read as an array: {exc}") from None
+    if arr.dtype.type.__module__ == "ml_dtypes":  # numpy's and jax's bfloat16, float8, int4
+        arr = arr.astype(np.float32)
+    return arr
+
+
 class Pattern:
     """A static attention mask for ``seq_q`` query rows and ``seq_k`` key columns.
 
@@ -166,8 +176,8 @@ class Pattern:
             raise invalid(f"spec={spec!r} must be a string")
         if "\0" in spec:  # C would read the text up to it
             raise invalid(f"spec={spec!r} contains a NUL character at {spec.index(chr(0))}")
-        seq = _positive_int(seq, "seq")
-        seq_k = seq if seq_k is None else _positive_int(seq_k, "seq_k")
+        seq = positive_int(seq, "seq")
+        seq_k = seq if seq_k is None else positive_int(seq_k, "seq_k")
         out = ctypes.c_void_p()
         _lib.check(_lib.lib().splat_pattern_parse(spec.encode(), seq, seq_k, ctypes.byref(out)))
         if not _reads_files(spec):
@@ -221,14 +231,16 @@ class Pattern:
 
     @classmethod
     def from_mask(cls, mask: Any) -> "Pattern":
-        """An explicit mask from a 2-d boolean (or 0/1) array: numpy, or anything
-        ``numpy.asarray`` accepts (a CPU torch tensor, a jax array). Element [i, j]
-        nonzero means query row i sees key column j. The bits are copied."""
-        arr = np.asarray(mask)
+        """An explicit mask from a 2-d boolean (or 0/1) array: numpy, a torch tensor (on
+        any device; one that requires grad is read detached), a jax array, or anything
+        ``numpy.asarray`` accepts. Element [i, j] nonzero means query row i sees key
+        column j. Numeric dtypes numpy lacks (bfloat16, float8, int4) are read as float32,
+        exactly. The bits are copied."""
+        arr = _mask_array(mask)
         if arr.ndim != 2:
             raise invalid(f"mask must be 2-d [seq_q, seq_k], got shape {tuple(arr.shape)}")
         if arr.dtype.kind not in "biuf":
-            raise invalid(f"mask.dtype={arr.dtype} must be bool or numeric")
+            raise invalid(f"mask.dtype={arr.dtype} must be bool, integer or floating-point")
         if arr.dtype.kind == "f" and np.isnan(arr).any():
             at = tuple(int(x) for x in np.argwhere(np.isnan(arr))[0])
             raise invalid(f"mask[{at[0]}, {at[1]}] is NaN: neither visible nor hidden")
@@ -298,9 +310,10 @@ class Pattern:
 
     def row(self, i: int) -> np.ndarray:
         """The key columns query row ``i`` sees, increasing, as int64."""
-        if not isinstance(i, (int, np.integer)) or not 0 <= i < self.seq_q:
-            raise invalid(f"row={i!r} must be an integer in 0..{self.seq_q - 1}")
-        return self._row(int(i))
+        i = integer(i, "row")
+        if not 0 <= i < self.seq_q:
+            raise invalid(f"row={i} must be in 0..{self.seq_q - 1}")
+        return self._row(i)
 
     def _row(self, i: int) -> np.ndarray:
         L = _lib.lib()
@@ -320,11 +333,9 @@ class Pattern:
 
     def _analyze(self, tile_q: int, tile_k: int, max_segments: int) -> _lib.SplatReport:
         # C ints: ctypes would wrap 2**32 to 0 (the default) without a word.
-        for what, value in (("tile_q", tile_q), ("tile_k", tile_k), ("max_segments", max_segments)):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-                raise invalid(f"{what}={value!r} must be an integer")
-            if not -(2**31) <= value < 2**31:
-                raise invalid(f"{what}={value} does not fit the C int the library takes (0 = the default)")
+        tile_q = c_integer(tile_q, "tile_q", 32)
+        tile_k = c_integer(tile_k, "tile_k", 32)
+        max_segments = c_integer(max_segments, "max_segments", 32)
         rep = _lib.SplatReport()
         _lib.check(
             _lib.lib().splat_analyze(self._handle, tile_q, tile_k, max_segments, ctypes.byref(rep))
@@ -342,6 +353,7 @@ class Pattern:
         self, tile_q: int = 0, tile_k: int = 0, max_segments: int = 0, as_json: bool = False
     ) -> str:
         """The analysis formatted by the library (what ``splat analyze`` prints)."""
+        as_json = flag(as_json, "as_json")
         rep = self._analyze(tile_q, tile_k, max_segments)
         L = _lib.lib()
         need = ctypes.c_size_t()

@@ -20,7 +20,7 @@ from typing import Optional, Tuple, Union
 import torch
 
 from . import _lib
-from .errors import invalid
+from .errors import flag, invalid
 from .ops import check_4d, check_empty_batch, plan_cache, resolve_scale, round_to_float32
 from .pattern import Pattern, pattern_for_token
 
@@ -110,6 +110,7 @@ def attention(
     [batch, heads, seq_q, head_dim], k and v [batch, heads_kv, seq_k, head_dim], all
     on one device (CPU or CUDA). Returns out in q's dtype and, with ``return_lse``,
     the float32 log-sum-exp [batch, heads, seq_q]."""
+    return_lse = flag(return_lse, "return_lse")
     _check_inputs(q, k, v)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if x.dtype not in _DTYPES:

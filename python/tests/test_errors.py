@@ -6,6 +6,7 @@ with no library, no torch and no jax."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 
 import splat
 from splat import _lib
-from conftest import randn
+from conftest import BF16, randn
 
 
 def test_parse_error_has_caret():
@@ -56,6 +57,47 @@ def test_bad_pattern_arguments():
         splat.Pattern("causal", 10).report(tile_k=2.0)
 
 
+def test_flags_must_be_bools(rng):
+    """Yes/no arguments are True or False (numpy's too), not read by their truth."""
+    pat = splat.Pattern("causal", 8)
+    q = randn(rng, (1, 2, 8, 4), np.float32)
+    for bad in ("yes", "no", 1, None):
+        with pytest.raises(splat.Error, match=f"as_json={bad!r} must be True or False") as info:
+            pat.report_text(as_json=bad)
+        assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT"
+        with pytest.raises(splat.Error, match=f"return_lse={bad!r} must be True or False"):
+            splat.attention(q, q, q, pat, return_lse=bad)
+        with pytest.raises(splat.Error, match=f"return_lse={bad!r} must be True or False"):
+            splat.softmax(splat.sddmm(q, q, pat), pat, return_lse=bad)
+    assert json.loads(pat.report_text(as_json=np.bool_(True)))["nnz"] == pat.nnz
+    assert len(splat.attention(q, q, q, pat, return_lse=np.bool_(True))) == 2
+
+
+def test_integers_are_not_bools(rng):
+    """Where an integer is expected, a bool (an int to Python) is refused, naming the argument;
+    so are values the C field would wrap."""
+    pat = splat.Pattern("causal", 8)
+    with pytest.raises(splat.Error, match="row=True must be an integer"):
+        pat.row(True)
+    np.testing.assert_array_equal(pat.row(np.int64(2)), [0, 1, 2])
+    q = randn(rng, (1, 2, 8, 4), np.float32)
+    scores = splat.sddmm(q, q, pat)
+    for bad in (True, 8.0, "8"):
+        with pytest.raises(splat.Error, match=f"splat.softmax: seq_k={bad!r} must be an integer"):
+            splat.softmax(scores, "causal", seq_k=bad)
+    np.testing.assert_array_equal(splat.softmax(scores, "causal", seq_k=np.int32(8)), splat.softmax(scores, pat))
+    args = dict(batch=1, heads=2, heads_kv=2, head_dim=4, dtype=0, device="cpu", ops=_lib.OPS_ATTENTION)
+    # a cached plan for head_dim 1 would have answered head_dim=True (True == 1, same hash)
+    splat.plan_cache.get(pat, **dict(args, head_dim=1))
+    for name in ("batch", "heads", "heads_kv", "head_dim", "dtype", "ops"):
+        with pytest.raises(splat.Error, match=f"{name}=True must be an integer"):
+            splat.plan_cache.get(pat, **dict(args, **{name: True}))
+    with pytest.raises(splat.Error, match=r"head_dim=18446744073709551620 does not fit the 64-bit"):
+        splat.plan_cache.get(pat, **dict(args, head_dim=2**64 + 4))  # ctypes passed it as 4
+    with pytest.raises(splat.Error, match=r"dtype=4294967296 does not fit the 32-bit"):
+        splat.plan_cache.get(pat, **dict(args, dtype=2**32))  # ctypes passed it as 0: float32
+
+
 def test_empty_batch_gives_empty_outputs(rng):
     """batch 0: outputs of the right shapes and nothing computed, as the JAX front end
     gives; the other shapes are still checked."""
@@ -87,6 +129,9 @@ def test_empty_batch_gives_empty_outputs(rng):
     "var,value,message",
     [
         ("SPLAT_PLAN_CACHE_SIZE", "abc", "$SPLAT_PLAN_CACHE_SIZE='abc' must be a non-negative integer"),
+        # digits to str.isdigit() but not ASCII: int() refused the first with a bare ValueError
+        ("SPLAT_PLAN_CACHE_SIZE", "\u00b2", "$SPLAT_PLAN_CACHE_SIZE='\u00b2' must be a non-negative integer"),
+        ("SPLAT_PLAN_CACHE_SIZE", "\u0661\u0662", "$SPLAT_PLAN_CACHE_SIZE='\u0661\u0662' must be"),
         ("SPLAT_LIBRARY", "/nonexistent/libsplat.so", "$SPLAT_LIBRARY=/nonexistent/libsplat.so is not a file"),
     ],
 )
@@ -298,3 +343,20 @@ def test_spec_with_nul_and_mask_with_nan_are_refused():
     m[2, 3] = np.nan
     with pytest.raises(splat.Error, match=r"mask\[2, 3\] is NaN"):
         splat.Pattern.from_mask(m)
+
+
+def test_mask_that_is_no_array_is_refused():
+    with pytest.raises(splat.Error, match=r"mask \(list\) cannot be read as an array"):
+        splat.Pattern.from_mask([[1, 0], [1]])
+    with pytest.raises(splat.Error, match="mask.dtype=complex64 must be bool, integer or floating-point"):
+        splat.Pattern.from_mask(np.ones((2, 2), np.complex64))
+
+
+@pytest.mark.skipif(BF16 is None, reason="needs ml_dtypes")
+def test_bfloat16_mask_is_a_float_mask():
+    """Like float16 and float32 masks: nonzero is visible, NaN is refused."""
+    m = np.tril(np.ones((5, 7))) * 0.5
+    want = splat.Pattern.from_mask(m)
+    assert splat.Pattern.from_mask(m.astype(BF16)) == want
+    with pytest.raises(splat.Error, match=r"mask\[1, 2\] is NaN"):
+        splat.Pattern.from_mask(np.where(np.arange(35).reshape(5, 7) == 9, np.nan, m).astype(BF16))

@@ -187,6 +187,19 @@ def test_trace_time_errors(rng):
     for d in (0, 300):  # spmm's head_dim is v's alone: checked while tracing too
         with pytest.raises(splat.Error, match=f"head_dim={d} must be in 1..256"):
             jax.jit(lambda p, v: sj.spmm(p, v, pat))(probs, jnp.ones((1, 2, 40, d), jnp.float32))
+    scores = sj.sddmm(q, q, pat)
+    for bad in ("yes", 1, None):
+        with pytest.raises(splat.Error, match=f"return_lse={bad!r} must be True or False"):
+            sj.attention(q, q, q, pat, return_lse=bad)
+        with pytest.raises(splat.Error, match=f"return_lse={bad!r} must be True or False"):
+            sj.softmax(scores, pat, return_lse=bad)
+    with pytest.raises(splat.Error, match="splat.jax.softmax: seq_k=True must be an integer"):
+        sj.softmax(scores, "causal", seq_k=True)
+
+
+def test_bfloat16_mask_is_a_float_mask():
+    m = jnp.tril(jnp.ones((5, 7))) * 0.5
+    assert splat.Pattern.from_mask(m.astype(jnp.bfloat16)) == splat.Pattern.from_mask(np.asarray(m))
 
 
 def test_nan_input_names_the_tensor(rng):

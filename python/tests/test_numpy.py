@@ -247,6 +247,14 @@ def test_any_strides(rng):
     ref.assert_close(out, want, "float32", "strided")
 
 
+def test_size_one_dimension_stride_is_unused(rng):
+    """A dimension of extent 1 is never stepped along: any stride there reads the same
+    elements (numpy and torch give such dimensions arbitrary strides)."""
+    q = randn(rng, (1, 2, 9, 4), np.float32)
+    huge = np.lib.stride_tricks.as_strided(q, q.shape, (2**50 * q.itemsize,) + q.strides[1:])
+    np.testing.assert_array_equal(splat.attention(huge, q, q, "causal"), splat.attention(q, q, q, "causal"))
+
+
 def test_misaligned_inputs_are_copied(rng):
     """Arrays whose data sits off their elements' alignment (a buffer read at an odd byte
     offset) give the results of their values: the library refuses such pointers, so the

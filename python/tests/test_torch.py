@@ -89,6 +89,37 @@ def test_errors():
     assert info.value.status == "SPLAT_ERR_PARSE"
 
 
+def test_flags_must_be_bools():
+    q, k, v = _inputs(7, 16, 16, torch.float32)
+    for bad in ("yes", 1, None):
+        with pytest.raises(splat.Error, match=f"return_lse={bad!r} must be True or False"):
+            st.attention(q, k, v, "causal", return_lse=bad)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float16, torch.bool], ids=str)
+def test_mask_tensors(dtype):
+    """Masks of any dtype whose values are numbers, and ones that require grad, read as the
+    numpy array of their values would be (numpy has no bfloat16 or float8; Tensor.numpy()
+    refuses a tensor that requires grad)."""
+    m = torch.tril(torch.ones(5, 7))
+    want = splat.Pattern.from_mask(m.numpy())
+    assert splat.Pattern.from_mask(m.to(dtype)) == want
+    if dtype.is_floating_point:
+        assert splat.Pattern.from_mask(m.to(dtype).requires_grad_()) == want
+    assert splat.Pattern.from_mask(m.requires_grad_()) == want
+
+
+def test_mask_tensor_errors():
+    m = torch.tril(torch.ones(4, 4, dtype=torch.bfloat16))
+    m[2, 1] = float("nan")
+    with pytest.raises(splat.Error, match=r"mask\[2, 1\] is NaN"):
+        splat.Pattern.from_mask(m)
+    with pytest.raises(splat.Error, match=r"mask \(Tensor\) cannot be read as an array"):
+        splat.Pattern.from_mask(torch.ones(4, 4, device="meta"))
+    with pytest.raises(splat.Error, match="mask.dtype=complex64 must be bool, integer or floating-point"):
+        splat.Pattern.from_mask(torch.ones(4, 4, dtype=torch.complex64))
+
+
 def test_compile_with_scale():
     """A given scale traces under fullgraph=True (its float32 check is pure Python)."""
     pat = splat.Pattern("window(3)", 32)

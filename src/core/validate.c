@@ -91,6 +91,9 @@ splat_status splat__check_tensor(const char *fn, const char *name, const splat_t
   }
   for (int d = 0; d < 4; d++) {
     int64_t s = t->strides[d];
+    /* A batch or head dimension of extent 1 is only ever indexed at 0: its stride is unused
+     * (a framework may leave any value there), so it is not range-checked. */
+    if (d < 2 && t->shape[d] == 1) continue;
     if (s > ((int64_t)1 << 40) || s < -((int64_t)1 << 40)) {
       return splat__fail(SPLAT_ERR_INVALID_ARGUMENT,
                          "%s: %s.strides[%d]=%lld is out of range (|stride| <= 2^40)", fn, name, d,
@@ -122,9 +125,11 @@ splat_status splat__check_tensor(const char *fn, const char *name, const splat_t
 }
 
 int splat__same_tensor(const splat_tensor *a, const splat_tensor *b) {
-  return a->data == b->data && a->dtype == b->dtype &&
-         memcmp(a->shape, b->shape, sizeof a->shape) == 0 &&
-         memcmp(a->strides, b->strides, sizeof a->strides) == 0;
+  if (a->data != b->data || a->dtype != b->dtype || memcmp(a->shape, b->shape, sizeof a->shape))
+    return 0;
+  for (int d = 0; d < 4; d++) /* a dimension of extent 1's stride is never used */
+    if (a->shape[d] > 1 && a->strides[d] != b->strides[d]) return 0;
+  return 1;
 }
 
 /* Whether some k_j in [lo_j, hi_j] (j < n) give sum k_j s_j == r; the s_j descending and

@@ -753,11 +753,17 @@ splat_status splat__cuda_plan_create(splat_plan *plan, splat__attn_passes_ahead 
 
 /* ------------------------------------------------------------ operations */
 
+/* t's stride of batch or head dimension d, 0 where the dimension has extent 1 (indexed at
+ * 0 only, its stride unused and unchecked: splat__check_tensor). */
+static int64_t used_stride(const splat_tensor *t, int d) {
+  return t->shape[d] == 1 ? 0 : t->strides[d];
+}
+
 static splat_dev_tensor dev_tensor(const splat_tensor *t) {
   splat_dev_tensor d;
   d.data = t ? t->data : NULL;
-  d.s0 = t ? t->strides[0] : 0;
-  d.s1 = t ? t->strides[1] : 0;
+  d.s0 = t ? used_stride(t, 0) : 0;
+  d.s1 = t ? used_stride(t, 1) : 0;
   d.s2 = t ? t->strides[2] : 0;
   d.s3 = t ? t->strides[3] : 0;
   return d;
@@ -778,8 +784,8 @@ static splat_dev_shape dev_shape(const splat_plan *plan, int64_t row_begin, int6
  * contiguous, base and the other strides 16-byte aligned (8 elements of 16 bits, 4 floats). */
 static int tile_layout_ok(const splat_tensor *t) {
   const int64_t e = t->dtype == SPLAT_F32 ? 4 : 8; /* elements in 16 bytes */
-  return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 && t->strides[0] % e == 0 &&
-         t->strides[1] % e == 0 && t->strides[2] % e == 0;
+  return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 && used_stride(t, 0) % e == 0 &&
+         used_stride(t, 1) % e == 0 && t->strides[2] % e == 0;
 }
 
 /* 1 when every row of a [B,H,S,D] 16-bit output can take 16-byte stores: last dim
@@ -787,7 +793,7 @@ static int tile_layout_ok(const splat_tensor *t) {
  * warp-specialised attention kernels write (kernels/attention_ws.cuh splat_ws_store_staged). */
 static int out_vec_ok(const splat_tensor *t) {
   return t->strides[3] == 1 && ((uintptr_t)t->data % 16) == 0 &&
-         (t->strides[0] | t->strides[1] | t->strides[2]) % 8 == 0;
+         (used_stride(t, 0) | used_stride(t, 1) | t->strides[2]) % 8 == 0;
 }
 
 static unsigned grid_y(const splat_plan *plan) {
