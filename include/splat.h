@@ -245,14 +245,17 @@ SPLAT_API splat_status splat_report_format(const splat_report *report, int json,
 
 /* The operations a plan is built for (splat_plan_desc.ops, a bit set): a CUDA plan
  * compiles and loads only their kernels, and running any other fails with
- * SPLAT_ERR_INVALID_ARGUMENT. 0 means all of them. */
+ * SPLAT_ERR_INVALID_ARGUMENT. 0 means all that the context's backend runs: on a CUDA
+ * context all but SPLAT_OPS_ATTENTION_BACKWARD, which the CUDA backend does not run yet
+ * (asked for explicitly there, plan creation fails with SPLAT_ERR_UNSUPPORTED). */
 enum {
   SPLAT_OPS_SDDMM = 1,
   SPLAT_OPS_SOFTMAX = 2,
   SPLAT_OPS_SPMM = 4,
   SPLAT_OPS_ATTENTION = 8,
+  SPLAT_OPS_ATTENTION_BACKWARD = 16,
   SPLAT_OPS_UNFUSED = 7, /* sddmm, softmax and spmm: SPLAT's pipeline */
-  SPLAT_OPS_ALL = 15
+  SPLAT_OPS_ALL = 31
 };
 
 typedef struct splat_plan_desc {
@@ -315,6 +318,22 @@ SPLAT_API splat_status splat_attention(splat_plan *plan, const splat_tensor *q,
                                        const splat_tensor *k, const splat_tensor *v, float scale,
                                        const splat_tensor *out, const splat_tensor *lse,
                                        splat_stream stream);
+/* Backward of splat_attention: with P[i,j] = exp(scale <q_i, k_j> - lse_i) over the
+ * pattern's (i, j) and dout = dL/dout, writes
+ *   dv_j = sum_i P[i,j] dout_i,   dS[i,j] = P[i,j] (<dout_i, v_j> - <dout_i, out_i>),
+ *   dq_i = scale sum_j dS[i,j] k_j,   dk_j = scale sum_i dS[i,j] q_i,
+ * dk and dv of grouped-query attention summing over the query heads of their key/value
+ * head. q, k, v, scale: the forward's; out and lse: what the forward wrote for them (lse
+ * required: [B,H,Sq,1] f32, -inf exactly on rows that see no key). dout: [B,H,Sq,D]; dq:
+ * [B,H,Sq,D]; dk, dv: [B,Hkv,Sk,D]; all but lse in the plan's dtype. Keys no row sees get
+ * zero gradients. The outputs must not overlap the inputs or each other. Needs
+ * SPLAT_OPS_ATTENTION_BACKWARD in the plan's ops; CPU backend only for now. */
+SPLAT_API splat_status splat_attention_backward(splat_plan *plan, const splat_tensor *q,
+                                                const splat_tensor *k, const splat_tensor *v,
+                                                const splat_tensor *out, const splat_tensor *lse,
+                                                const splat_tensor *dout, float scale,
+                                                const splat_tensor *dq, const splat_tensor *dk,
+                                                const splat_tensor *dv, splat_stream stream);
 
 #ifdef __cplusplus
 }

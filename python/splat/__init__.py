@@ -15,7 +15,7 @@ from typing import Any, Dict
 
 from . import _lib
 from .errors import Error
-from .ops import attention, plan_cache, sddmm, softmax, spmm
+from .ops import attention, attention_backward, plan_cache, sddmm, softmax, spmm
 from .pattern import Pattern
 
 __version__ = "0.1.0"
@@ -23,6 +23,7 @@ __all__ = [
     "Error",
     "Pattern",
     "attention",
+    "attention_backward",
     "sddmm",
     "softmax",
     "spmm",

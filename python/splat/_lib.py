@@ -120,6 +120,7 @@ class SplatReport(ctypes.Structure):
 
 # splat_plan_desc.ops bits (include/splat.h SPLAT_OPS_*): the operations a plan is built for.
 OPS_ATTENTION = 8
+OPS_ATTENTION_BACKWARD = 16
 OPS_UNFUSED = 7  # sddmm, softmax, spmm
 
 
@@ -177,6 +178,10 @@ _PROTOTYPES = {
     "splat_attention": (
         ctypes.c_int,
         [_p, _P(SplatTensor), _P(SplatTensor), _P(SplatTensor), ctypes.c_float, _P(SplatTensor), _P(SplatTensor), _p],
+    ),
+    "splat_attention_backward": (
+        ctypes.c_int,
+        [_p] + [_P(SplatTensor)] * 6 + [ctypes.c_float] + [_P(SplatTensor)] * 3 + [_p],
     ),
 }
 

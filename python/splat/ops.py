@@ -355,6 +355,62 @@ def attention(
     return (out, lse[..., 0]) if lse is not None else out
 
 
+def attention_backward(
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    lse: Any,
+    dout: Any,
+    pattern: Union[Pattern, str],
+    scale: Optional[float] = None,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of :func:`attention`: given its q, k, v, pattern and scale, the out and
+    lse it returned (``return_lse=True``; lse [batch, heads, seq_q] or with a trailing 1)
+    and dout = dL/dout, returns (dq, dk, dv) in q's dtype. dk and dv of grouped-query
+    attention sum over the query heads sharing a key/value head; keys no row sees get
+    zeros. Runs on the CPU backend (double accumulation, each gradient rounded once)."""
+    qa, code = _array(q, "q")
+    arrays = {"q": qa}
+    for name, x in (("k", k), ("v", v), ("out", out), ("dout", dout)):
+        arrays[name], c = _array(x, name)
+        if c != code:
+            raise invalid(f"{name}.dtype={_lib.DTYPE_NAMES[c]} but q.dtype={_lib.DTYPE_NAMES[code]}")
+    la = np.asarray(lse)
+    if la.ndim == 3:
+        la = la[..., None]
+    if la.ndim != 4 or la.dtype != np.float32:
+        raise invalid(
+            f"lse must be float32 [batch, heads, seq_q] (as attention(..., return_lse=True) returns "
+            f"it), got {la.dtype} of shape {tuple(np.shape(lse))}"
+        )
+    arrays["lse"], _ = _array(la, "lse")
+    ka = arrays["k"]
+    pat = as_pattern(pattern, qa.shape[2], ka.shape[2])
+    B, H, Sq, D = qa.shape
+    plan = plan_cache.get(pat, max(B, 1), H, ka.shape[1], D, code, "cpu", _lib.OPS_ATTENTION_BACKWARD)
+    dq = np.empty(qa.shape, dtype=qa.dtype)
+    dk = np.empty(ka.shape, dtype=qa.dtype)
+    dv = np.empty(arrays["v"].shape, dtype=qa.dtype)
+    if B == 0:
+        kv = (0, ka.shape[1], pat.seq_k, D)
+        qs = (0, H, pat.seq_q, D)
+        check_empty_batch(
+            q=(qa.shape, qs), k=(ka.shape, kv), v=(arrays["v"].shape, kv), out=(arrays["out"].shape, qs),
+            lse=(arrays["lse"].shape, (0, H, pat.seq_q, 1)), dout=(arrays["dout"].shape, qs),
+        )
+        return dq, dk, dv
+    t = {name: _tensor(a, _lib.DTYPE_CODES["float32"] if name == "lse" else code) for name, a in arrays.items()}
+    plan.call(
+        "attention_backward",
+        *(ctypes.byref(t[name]) for name in ("q", "k", "v", "out", "lse", "dout")),
+        resolve_scale(scale),
+        *(ctypes.byref(_tensor(g, code)) for g in (dq, dk, dv)),
+        None,
+    )
+    return dq, dk, dv
+
+
 def sddmm(
     q: Any, k: Any, pattern: Union[Pattern, str], scale: Optional[float] = None, dtype: Any = None
 ) -> np.ndarray:

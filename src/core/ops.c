@@ -156,6 +156,43 @@ static splat_status attention(splat_plan *plan, const splat_tensor *q, const spl
   return splat__cpu_attention(plan, q, k, v, sc, out, lse);
 }
 
+static splat_status attention_backward(splat_plan *plan, const splat_tensor *q,
+                                       const splat_tensor *k, const splat_tensor *v,
+                                       const splat_tensor *out, const splat_tensor *lse,
+                                       const splat_tensor *dout, float scale,
+                                       const splat_tensor *dq, const splat_tensor *dk,
+                                       const splat_tensor *dv, splat_stream stream) {
+  static const char *fn = "splat_attention_backward";
+  TRY(check_op(fn, plan, SPLAT_OPS_ATTENTION_BACKWARD, "SPLAT_OPS_ATTENTION_BACKWARD"));
+  op_shapes s = shapes_of(plan);
+  const int dt = (int)plan->desc.dtype;
+  double sc = 0;
+  const char *const in_names[] = {"q", "k", "v", "out", "lse", "dout"};
+  const splat_tensor *const ins[] = {q, k, v, out, lse, dout};
+  const int64_t *const in_shapes[] = {s.q, s.kv, s.kv, s.q, s.lse, s.q};
+  for (int n = 0; n < 6; n++)
+    TRY(splat__check_tensor(fn, in_names[n], ins[n], in_shapes[n], n == 4 ? SPLAT_F32 : dt, 0));
+  const char *const out_names[] = {"dq", "dk", "dv"};
+  const splat_tensor *const outs[] = {dq, dk, dv};
+  const int64_t *const out_shapes[] = {s.q, s.kv, s.kv};
+  for (int n = 0; n < 3; n++) {
+    TRY(splat__check_tensor(fn, out_names[n], outs[n], out_shapes[n], dt, 1));
+    for (int m = 0; m < 6; m++)
+      TRY(splat__check_disjoint(fn, out_names[n], outs[n], in_names[m], ins[m]));
+    for (int m = 0; m < n; m++)
+      TRY(splat__check_disjoint(fn, out_names[n], outs[n], out_names[m], outs[m]));
+  }
+  TRY(resolve_scale(fn, plan, scale, 1, &sc));
+  TRY(check_memory(fn, plan, 9,
+                   (const char *const[]){"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"},
+                   (const splat_tensor *const[]){q, k, v, out, lse, dout, dq, dk, dv}));
+  if (ON_CUDA(plan)) { /* plan creation refuses the op there; kept for a plan made otherwise */
+    (void)stream;
+    return splat__fail(SPLAT_ERR_UNSUPPORTED, "%s: the CUDA backend has no backward yet", fn);
+  }
+  return splat__cpu_attention_backward(plan, q, k, v, out, lse, dout, sc, dq, dk, dv);
+}
+
 /* Public entry points: a NULL plan fails on the thread; anything else is also
  * recorded on the plan's context. */
 splat_status splat_sddmm(splat_plan *plan, const splat_tensor *q, const splat_tensor *k,
@@ -182,4 +219,16 @@ splat_status splat_attention(splat_plan *plan, const splat_tensor *q, const spla
                              const splat_tensor *lse, splat_stream stream) {
   if (!plan) return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_attention: plan is NULL");
   return splat__capture(plan->ctx->error, attention(plan, q, k, v, scale, out, lse, stream));
+}
+
+splat_status splat_attention_backward(splat_plan *plan, const splat_tensor *q,
+                                      const splat_tensor *k, const splat_tensor *v,
+                                      const splat_tensor *out, const splat_tensor *lse,
+                                      const splat_tensor *dout, float scale, const splat_tensor *dq,
+                                      const splat_tensor *dk, const splat_tensor *dv,
+                                      splat_stream stream) {
+  if (!plan)
+    return splat__fail(SPLAT_ERR_INVALID_ARGUMENT, "splat_attention_backward: plan is NULL");
+  return splat__capture(plan->ctx->error, attention_backward(plan, q, k, v, out, lse, dout, scale,
+                                                             dq, dk, dv, stream));
 }

@@ -15,5 +15,13 @@ splat_status splat__cpu_spmm(const splat_plan *plan, const splat_tensor *probs,
 splat_status splat__cpu_attention(const splat_plan *plan, const splat_tensor *q,
                                   const splat_tensor *k, const splat_tensor *v, double scale,
                                   const splat_tensor *out, const splat_tensor *lse);
+/* Backward of the fused attention (attention_backward.c): lse is required and checked
+ * against the plan's rows; dk and dv sum over the query heads of their key/value head. */
+splat_status splat__cpu_attention_backward(const splat_plan *plan, const splat_tensor *q,
+                                           const splat_tensor *k, const splat_tensor *v,
+                                           const splat_tensor *out, const splat_tensor *lse,
+                                           const splat_tensor *dout, double scale,
+                                           const splat_tensor *dq, const splat_tensor *dk,
+                                           const splat_tensor *dv);
 
 #endif
