@@ -245,9 +245,8 @@ SPLAT_API splat_status splat_report_format(const splat_report *report, int json,
 
 /* The operations a plan is built for (splat_plan_desc.ops, a bit set): a CUDA plan
  * compiles and loads only their kernels, and running any other fails with
- * SPLAT_ERR_INVALID_ARGUMENT. 0 means all that the context's backend runs: on a CUDA
- * context all but SPLAT_OPS_ATTENTION_BACKWARD, which the CUDA backend does not run yet
- * (asked for explicitly there, plan creation fails with SPLAT_ERR_UNSUPPORTED). */
+ * SPLAT_ERR_INVALID_ARGUMENT. 0 means all of them. The CUDA backend has no attention
+ * backward yet: there splat_attention_backward fails with SPLAT_ERR_UNSUPPORTED. */
 enum {
   SPLAT_OPS_SDDMM = 1,
   SPLAT_OPS_SOFTMAX = 2,

@@ -127,7 +127,7 @@ static void test_plan_desc(splat_context *ctx, splat_pattern *p) {
       {{1, 4, 0, D, SPLAT_F32, -1, 0, 0, 0}, "tile_q=-1, tile_k=0"},
       {{1, 4, 0, D, SPLAT_F32, 0, 4096, 0, 0}, "tile_q=0, tile_k=4096"},
       {{1, 4, 0, D, SPLAT_F32, 0, 0, 9, 0}, "max_segments=9"},
-      {{1, 4, 0, D, SPLAT_F32, 0, 0, 0, 16}, "ops=0x10"},
+      {{1, 4, 0, D, SPLAT_F32, 0, 0, 0, 32}, "ops=0x20"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     splat_status st = splat_plan_create(ctx, p, &cases[i].desc, &plan);

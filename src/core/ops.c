@@ -186,9 +186,12 @@ static splat_status attention_backward(splat_plan *plan, const splat_tensor *q,
   TRY(check_memory(fn, plan, 9,
                    (const char *const[]){"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"},
                    (const splat_tensor *const[]){q, k, v, out, lse, dout, dq, dk, dv}));
-  if (ON_CUDA(plan)) { /* plan creation refuses the op there; kept for a plan made otherwise */
+  if (ON_CUDA(plan)) {
     (void)stream;
-    return splat__fail(SPLAT_ERR_UNSUPPORTED, "%s: the CUDA backend has no backward yet", fn);
+    return splat__fail(SPLAT_ERR_UNSUPPORTED,
+                       "%s: the CUDA backend has no attention backward yet; a CPU context "
+                       "computes it",
+                       fn);
   }
   return splat__cpu_attention_backward(plan, q, k, v, out, lse, dout, sc, dq, dk, dv);
 }

@@ -148,12 +148,6 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
     return splat__capture(ctx->error, SPLAT_ERR_INVALID_ARGUMENT);
   }
   splat_status st = check_desc(desc);
-  if (st == SPLAT_OK && ctx->backend == SPLAT_BACKEND_CUDA &&
-      (desc->ops & SPLAT_OPS_ATTENTION_BACKWARD))
-    st = splat__fail(SPLAT_ERR_UNSUPPORTED,
-                     "splat_plan_create: ops=0x%x asks for SPLAT_OPS_ATTENTION_BACKWARD, which the "
-                     "CUDA backend does not run yet (a CPU context does)",
-                     desc->ops);
   if (st != SPLAT_OK) return splat__capture(ctx->error, st);
   /* Speculative builds below (the passes built ahead, cut 192-row tiles) may fail and be
    * given up; a plan created anyway leaves the thread's message as it found it. */
@@ -177,11 +171,7 @@ splat_status splat_plan_create(splat_context *ctx, const splat_pattern *pattern,
                             : DEFAULT_TILE;
   if (!plan->desc.tile_k) plan->desc.tile_k = DEFAULT_TILE;
   if (!plan->desc.max_segments) plan->desc.max_segments = SPLAT_MAX_SEGMENTS;
-  /* ops 0: all the backend runs (the CUDA backend has no backward yet) */
-  if (!plan->desc.ops)
-    plan->desc.ops = ctx->backend == SPLAT_BACKEND_CUDA
-                         ? SPLAT_OPS_ALL & ~(unsigned)SPLAT_OPS_ATTENTION_BACKWARD
-                         : SPLAT_OPS_ALL;
+  if (!plan->desc.ops) plan->desc.ops = SPLAT_OPS_ALL;
   plan->seq_q = splat_pattern_seq_q(pattern);
   plan->seq_k = splat_pattern_seq_k(pattern);
   /* A CUDA plan's kernels need NVRTC's version (their cache keys name it): NVRTC is loaded
