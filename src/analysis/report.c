@@ -41,7 +41,7 @@ static int cmp_span(const void *x, const void *y) {
 
 /* Block columns in the union of the spans (sorted here). */
 static int64_t union_size(block_spans *b) {
-  qsort(b->span, (size_t)b->n, sizeof *b->span, cmp_span);
+  if (b->n > 1) qsort(b->span, (size_t)b->n, sizeof *b->span, cmp_span);
   int64_t total = 0, end = -1; /* the last block column counted */
   for (int64_t k = 0; k < b->n; k++) {
     const int64_t lo = b->span[k][0] > end ? b->span[k][0] : end + 1, hi = b->span[k][1];
