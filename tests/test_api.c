@@ -365,7 +365,7 @@ static void test_huge_sizes(splat_context *ctx) {
 }
 
 /* A batch or head dimension of extent 1 is indexed at 0 only: whatever its stride (2^50,
- * -2^62: a framework may leave any value there), the results are those of the contiguous
+ * INT64_MIN: a framework may leave any value there), the results are those of the contiguous
  * tensors, bit for bit; softmax in place is still recognised as in place. A key dimension of
  * extent 1 keeps the range check. */
 static void test_unused_strides(splat_context *ctx) {
@@ -392,7 +392,7 @@ static void test_unused_strides(splat_context *ctx) {
   CHECK(splat_attention(plan, &tq, &tk, &tv, 0, &to1, NULL, NULL) == SPLAT_OK);
   splat_tensor wq = tq, wk = tk, wv = tv;
   wq.strides[0] = (int64_t)1 << 50;
-  wk.strides[0] = -((int64_t)1 << 62), wk.strides[1] = (int64_t)1 << 45;
+  wk.strides[0] = INT64_MIN, wk.strides[1] = (int64_t)1 << 45;
   wv.strides[0] = 7, wv.strides[1] = -3; /* also off the 16-byte alignment vector loads need */
   to2.strides[0] = (int64_t)1 << 61;
   CHECKF(splat_attention(plan, &wq, &wk, &wv, 0, &to2, NULL, NULL) == SPLAT_OK, "'%s'",

@@ -7,8 +7,14 @@
 [batch, heads, seq, head_dim] (float32, float16, bfloat16) and call the C handlers of
 ``libsplat_jax.so`` (python/splat/_xla_ffi.c) through ``jax.ffi.ffi_call``, on the CPU
 and on CUDA GPUs (the handler runs on XLA's stream). They work under ``jax.jit`` and
-``jax.vmap`` (the mapped axis is merged into the batch). Forward only: there is no
-differentiation rule yet.
+``jax.vmap`` (the mapped axis is merged into the batch).
+
+``attention`` is differentiable in reverse mode (``jax.grad``, ``jax.vjp``: a
+``jax.custom_vjp``), for the gradients of out and of lse: its backward is
+``splat.attention_backward`` (the C library's CPU backward), run on the host through
+``jax.pure_callback`` (on a GPU as well: the operands go to the host and the gradients
+back, as the CUDA backend has no backward yet). ``sddmm``, ``softmax`` and ``spmm`` are
+forward-only: a gradient through them raises ``splat.Error``.
 
 The pattern travels as attributes of the custom call: its spec text, or, for explicit
 masks (``Pattern.from_mask``) and combinations involving them, a content key under
@@ -34,7 +40,7 @@ import hashlib
 import os
 import re
 import threading
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -45,8 +51,8 @@ from jax.custom_derivatives import SymbolicZero
 
 from . import _build, _lib
 from .errors import Error, flag, invalid
-from .ops import SHORT_DTYPES, as_pattern, check_4d, float32_scale, resolve_scale, values_pattern
-from .pattern import Pattern
+from .ops import SHORT_DTYPES, as_pattern, attention_backward, check_4d, float32_scale, resolve_scale, values_pattern
+from .pattern import Pattern, pattern_for_token
 
 try:
     from jax.core import Tracer
@@ -192,17 +198,37 @@ _SPLAT_MESSAGE = re.compile(r"splat \w+: (SPLAT_ERR_[A-Z_]+): (.*)", re.S)
 
 
 @lru_cache(maxsize=256)
-def _forward_only(op: str, results: Tuple[Tuple[Tuple[int, ...], str], ...], attrs: Tuple[Tuple[str, Any], ...]) -> Any:
-    """The FFI call of op (results: (shape, dtype) each; attrs: its attributes) as a
-    function JAX may trace for jvp and grad: where a tangent flows into it, a splat.Error
-    saying the op has no gradient (instead of JAX's generic message); inputs with no tangent
-    (constants, stop_gradient) pass. Returns the plain call, its keyword attributes, and the
-    traceable function (eager calls take the plain one: custom_jvp's dispatch costs ~0.2 ms).
-    Cached by the call's shapes and attributes."""
+def _ffi(op: str, results: Tuple[Tuple[Tuple[int, ...], str], ...], attrs: Tuple[Tuple[str, Any], ...]) -> Any:
+    """The FFI call of op (results: (shape, dtype) each; attrs: its attributes) and its
+    keyword attributes. Cached by the call's shapes and attributes."""
     call = jax.ffi.ffi_call(
         f"splat_{op}", [jax.ShapeDtypeStruct(s, d) for s, d in results], vmap_method="broadcast_all"
     )
-    kwargs = dict(attrs)
+    return call, dict(attrs)
+
+
+def _eager(call: Any, operands: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """Runs the call on concrete operands and waits, so that a failure of the handler is a
+    splat.Error here."""
+    try:
+        return jax.block_until_ready(call(*operands, **kwargs))
+    except Exception as exc:
+        m = _SPLAT_MESSAGE.search(str(exc))
+        if m is None:
+            raise
+        raise Error(m.group(1), m.group(2).strip()) from exc
+
+
+def _traced(x: Any) -> bool:
+    return any(isinstance(a, Tracer) for a in jax.tree_util.tree_leaves(x))
+
+
+@lru_cache(maxsize=256)
+def _forward_only(op: str, results: Tuple[Tuple[Tuple[int, ...], str], ...], attrs: Tuple[Tuple[str, Any], ...]) -> Any:
+    """The FFI call of op (as ``_ffi``) as a function JAX may trace for jvp and grad: where a
+    tangent flows into it, a splat.Error saying the op has no gradient (instead of JAX's
+    generic message); inputs with no tangent (constants, stop_gradient) pass."""
+    call, kwargs = _ffi(op, results, attrs)
 
     @jax.custom_jvp
     def f(*operands: Any) -> Any:
@@ -219,23 +245,80 @@ def _forward_only(op: str, results: Tuple[Tuple[Tuple[int, ...], str], ...], att
         )
 
     f.defjvp(jvp, symbolic_zeros=True)
-    return call, kwargs, f
+    return f
+
+
+def _backward_on_host(pat: Pattern, scale: Optional[float], *arrays: Any) -> Tuple[np.ndarray, ...]:
+    """``splat.attention_backward`` of q, k, v, out, lse, dout (numpy or concrete jax arrays)
+    whose leading dimensions (vmap's, then the batch) are merged into the batch."""
+    q, k, v, out, lse, dout = (np.asarray(a) for a in arrays)
+    four_d = [a.reshape((-1,) + a.shape[-3:]) for a in (q, k, v, out, dout)]  # [batch, heads, seq, head_dim]
+    grads = attention_backward(*four_d[:4], lse.reshape((-1,) + lse.shape[-2:]), four_d[4], pat, scale)
+    return tuple(g.reshape(a.shape) for g, a in zip(grads, (q, k, v)))
+
+
+def _attention_backward(pat: Pattern, scale: Optional[float], *arrays: Any) -> Tuple[Any, ...]:
+    """dq, dk, dv from q, k, v, out, lse, dout: splat's CPU backward, called on the host
+    (a ``jax.pure_callback`` when traced; on concrete arrays directly, so that a failure is a
+    splat.Error here)."""
+    host = partial(_backward_on_host, pat, scale)
+    if not _traced(arrays):
+        return tuple(jnp.asarray(g) for g in host(*arrays))
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays[:3])
+    return jax.pure_callback(host, shapes, *arrays, vmap_method="broadcast_all")
+
+
+@lru_cache(maxsize=256)
+def _attention_vjp(results: Tuple[Tuple[Tuple[int, ...], str], ...], attrs: Tuple[Tuple[str, Any], ...]) -> Any:
+    """The attention (results: out, or out and lse) as a function JAX differentiates in
+    reverse mode (``jax.custom_vjp``): under differentiation the forward also writes the lse
+    the backward needs, and the backward (``_attention_backward``) takes the gradients of
+    out and of lse (when they are used)."""
+    call, kwargs = _ffi("attention", results, attrs)
+    with_lse, _ = _ffi("attention", (results[0], (results[0][0][:3], "float32")), attrs)
+    pat = pattern_for_token(kwargs["spec"], int(kwargs["seq_q"]), int(kwargs["seq_k"]))
+    scale = float(kwargs["scale"]) or None  # 0: the default 1/sqrt(head_dim)
+
+    @jax.custom_vjp
+    def f(q: Any, k: Any, v: Any) -> Any:
+        return call(q, k, v, **kwargs)
+
+    def fwd(*primals: Any) -> Any:
+        operands = tuple(p.value for p in primals)
+        out, lse = with_lse(*operands, **kwargs) if _traced(operands) else _eager(with_lse, operands, kwargs)
+        return [out, lse][: len(results)], (*operands, out, lse)
+
+    def bwd(residuals: Tuple[Any, ...], cotangents: List[Any]) -> Tuple[Any, ...]:
+        q, k, v, out, lse = residuals
+        dout, dlse = cotangents if len(cotangents) == 2 else (cotangents[0], None)
+        grads: Tuple[Any, ...] = (jnp.zeros_like(q), jnp.zeros_like(k), jnp.zeros_like(v))
+        if not isinstance(dout, SymbolicZero):
+            grads = _attention_backward(pat, scale, q, k, v, out, lse, dout)
+        if dlse is not None and not isinstance(dlse, SymbolicZero):
+            # d lse_i / d s_ij = P_ij: the dS, hence dq and dk, of a backward whose values are 1
+            # in column 0 and 0 elsewhere, whose out is 0, and whose dout is dlse in column 0
+            ones = jnp.zeros_like(v).at[..., 0].set(1)
+            g = jnp.zeros_like(q).at[..., 0].set(dlse.astype(q.dtype))
+            dq, dk, _ = _attention_backward(pat, scale, q, k, ones, jnp.zeros_like(q), lse, g)
+            if not isinstance(dout, SymbolicZero):  # each sum rounded once
+                f32 = jnp.float32
+                dq, dk = ((a.astype(f32) + b.astype(f32)).astype(q.dtype) for a, b in zip(grads, (dq, dk)))
+            grads = (dq, dk, grads[2])
+        return grads
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    return f
 
 
 def _call(op: str, results: List[jax.ShapeDtypeStruct], operands: Tuple[Any, ...], attrs: Dict[str, Any]) -> List[Any]:
+    """The op on its operands: traced (under jit, vmap, grad), through ``_attention_vjp``
+    or ``_forward_only``; eager, the plain FFI call (custom_jvp's dispatch costs ~0.2 ms)."""
     _extension()
-    raw, kwargs, traced = _forward_only(
-        op, tuple((tuple(r.shape), jnp.dtype(r.dtype).name) for r in results), tuple(sorted(attrs.items()))
-    )
-    if any(isinstance(x, Tracer) for x in operands):
-        return traced(*operands)
-    try:  # eager (nothing to differentiate): wait, so that a failure of the handler is a splat.Error here
-        return jax.block_until_ready(raw(*operands, **kwargs))
-    except Exception as exc:
-        m = _SPLAT_MESSAGE.search(str(exc))
-        if m is None:
-            raise
-        raise Error(m.group(1), m.group(2).strip()) from exc
+    key = (tuple((tuple(r.shape), jnp.dtype(r.dtype).name) for r in results), tuple(sorted(attrs.items())))
+    if _traced(operands):
+        return (_attention_vjp(*key) if op == "attention" else _forward_only(op, *key))(*operands)
+    call, kwargs = _ffi(op, *key)
+    return _eager(call, operands, kwargs)
 
 
 def attention(

@@ -2,7 +2,7 @@
 
 Masks come from brute-force predicates written straight from DESIGN.md §2 and the
 BigBird rules of docs/patterns.md, never from the library. The attention reference
-is a dense float64 masked softmax.
+is a dense float64 masked softmax; its gradients come from the chain rule through it.
 """
 
 from __future__ import annotations
@@ -140,13 +140,9 @@ def random_mask(rng: np.random.Generator, seq_q: int, seq_k: int, density: float
     return m
 
 
-def attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: Optional[float] = None
-) -> Tuple[np.ndarray, np.ndarray]:
-    """float64 masked attention and log-sum-exp; q [B,H,Sq,D], k/v [B,Hkv,Sk,D]."""
-    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+def _probs(q: np.ndarray, k: np.ndarray, mask: np.ndarray, scale: Optional[float]) -> Tuple[np.ndarray, np.ndarray]:
+    """float64 masked softmax probabilities [B,H,Sq,Sk] (rows that see no key: zeros) and
+    log-sum-exp [B,H,Sq]; k [B,H,Sk,D] (key/value heads already repeated)."""
     scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
     s = scale * np.einsum("bhid,bhjd->bhij", q, k)
     s = np.where(mask, s, -np.inf)
@@ -157,7 +153,122 @@ def attention(
     with np.errstate(divide="ignore", invalid="ignore"):
         lse = np.where(total > 0, np.log(total) + m_safe, -np.inf)[..., 0]
         p = np.where(total > 0, p / np.where(total > 0, total, 1.0), 0.0)
+    return p, lse
+
+
+def _f64_heads(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q, k, v in float64, k and v repeated to q's heads (grouped-query attention)."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    return q, np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+
+
+def attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: Optional[float] = None
+) -> Tuple[np.ndarray, np.ndarray]:
+    """float64 masked attention and log-sum-exp; q [B,H,Sq,D], k/v [B,Hkv,Sk,D]."""
+    q, k, v = _f64_heads(q, k, v)
+    p, lse = _probs(q, k, mask, scale)
     return np.einsum("bhij,bhjd->bhid", p, v), lse
+
+
+def attention_backward(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray,
+    dout: np.ndarray,
+    scale: Optional[float] = None,
+    dlse: Optional[np.ndarray] = None,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """float64 gradients (dq, dk, dv) of ``attention``'s out (cotangent dout [B,H,Sq,D]) and
+    lse (cotangent dlse [B,H,Sq], optional), by the chain rule through the dense masked
+    softmax (its Jacobian diag(p) - p p^T, not the library's <dout, out> shortcut); dk and
+    dv sum over the query heads of their key/value head."""
+    B, Hkv = np.shape(k)[:2]
+    q, kr, vr = _f64_heads(q, k, v)
+    dout = np.asarray(dout, dtype=np.float64)
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    p, _ = _probs(q, kr, mask, scale)
+    dp = np.einsum("bhid,bhjd->bhij", dout, vr)
+    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+    if dlse is not None:
+        ds = ds + p * np.asarray(dlse, dtype=np.float64)[..., None]
+    dq = scale * np.einsum("bhij,bhjd->bhid", ds, kr)
+    per_head = scale * np.einsum("bhij,bhid->bhjd", ds, q), np.einsum("bhij,bhid->bhjd", p, dout)
+    dk, dv = (g.reshape((B, Hkv, -1) + g.shape[2:]).sum(axis=2) for g in per_head)
+    return dq, dk, dv
+
+
+def _rounder(dtype_name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """x -> x rounded to dtype_name, as float32 (numpy's float32 arithmetic in between)."""
+    if dtype_name == "bfloat16":
+        import ml_dtypes
+
+        dt = np.dtype(ml_dtypes.bfloat16)
+    else:
+        dt = np.dtype(dtype_name)
+    return lambda x: np.asarray(x, dtype=np.float32).astype(dt).astype(np.float32)
+
+
+def naive_attention_backward(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray,
+    dout: np.ndarray,
+    dtype_name: str,
+    scale: Optional[float] = None,
+    dlse: Optional[np.ndarray] = None,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gradients of ``attention_backward`` computed naively in dtype_name: the dense
+    formulas in float32 arithmetic with every intermediate (scores, probabilities, out, dP,
+    dS, the gradients) rounded to the dtype. Its error is the yardstick of
+    ``assert_grads_close``."""
+    r = _rounder(dtype_name)
+    q, k, v, dout = (r(x) for x in (q, k, v, dout))
+    B, Hkv = k.shape[:2]
+    group = q.shape[1] // Hkv
+    kr, vr = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scale = np.float32(1.0 / np.sqrt(q.shape[-1]) if scale is None else scale)
+    s = np.where(mask, r(scale * np.einsum("bhid,bhjd->bhij", q, kr)), -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    e = r(np.where(mask, np.exp(s - np.where(np.isfinite(m), m, 0)), 0))
+    total = r(e.sum(axis=-1, keepdims=True))
+    p = r(e / np.where(total > 0, total, 1))
+    out = r(np.einsum("bhij,bhjd->bhid", p, vr))
+    dp = r(np.einsum("bhid,bhjd->bhij", dout, vr))
+    ds = r(p * (dp - r((dout * out).sum(axis=-1, keepdims=True))))
+    if dlse is not None:
+        ds = r(ds + p * r(dlse)[..., None])
+    dq = r(scale * np.einsum("bhij,bhjd->bhid", ds, kr))
+    per_head = scale * np.einsum("bhij,bhid->bhjd", ds, q), np.einsum("bhij,bhid->bhjd", p, dout)
+    dk, dv = (r(g.reshape((B, Hkv, -1) + g.shape[2:]).sum(axis=2)) for g in per_head)
+    return dq, dk, dv
+
+
+def assert_grads_close(
+    got: Tuple[np.ndarray, np.ndarray, np.ndarray],
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray,
+    dout: np.ndarray,
+    dtype_name: str,
+    what: str = "",
+    scale: Optional[float] = None,
+    dlse: Optional[np.ndarray] = None,
+    want: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None,
+) -> None:
+    """(dq, dk, dv) against ``want`` (default: ``attention_backward``'s): each within twice
+    the error of ``naive_attention_backward`` in the same dtype, measured by ``max_error``."""
+    if want is None:
+        want = attention_backward(q, k, v, mask, dout, scale, dlse)
+    naive = naive_attention_backward(q, k, v, mask, dout, dtype_name, scale, dlse)
+    for name, g, w, n in zip(("dq", "dk", "dv"), got, want, naive):
+        tol = 2 * max_error(n, w)
+        err = max_error(g, w)
+        assert err <= tol, f"{what} {name}: max error {err:.3e} > {tol:.1e} (twice a naive {dtype_name} one)"
 
 
 def columns(mask: np.ndarray) -> List[np.ndarray]:

@@ -1,6 +1,7 @@
 """JAX front end on CPU (XLA FFI handlers of libsplat_jax.so) against the float64
 reference: every spec of DESIGN.md §2 at awkward sizes, random masks (registered
-patterns), the unfused pipeline, jit, vmap, and errors."""
+patterns), the unfused pipeline, jit, vmap, gradients of the attention (eager, jit,
+vmap), and errors."""
 
 from __future__ import annotations
 
@@ -110,19 +111,21 @@ def test_vmap(rng):
             ref.assert_close(np.asarray(lse2[x, n]), want_lse, "float32", "nested vmap lse")
 
 
-def test_forward_only_says_so_under_grad(rng):
-    """A gradient through any op is a splat.Error naming the op (eager and under jit);
-    inputs that carry no tangent (stop_gradient, constants) still run."""
+def test_unfused_ops_are_forward_only_under_grad(rng):
+    """A gradient through sddmm, softmax or spmm is a splat.Error naming the op (eager and
+    under jit); inputs that carry no tangent (stop_gradient, constants) still run."""
     q, k, v = (jnp.asarray(randn(rng, (1, 2, 24, 8), np.float32)) for _ in range(3))
     pat = splat.Pattern("window(3)", 24)
-    with pytest.raises(splat.Error, match="splat.jax.attention is forward-only"):
-        jax.grad(lambda a: sj.attention(a, k, v, pat).sum())(q)
     with pytest.raises(splat.Error, match="splat.jax.sddmm is forward-only"):
         jax.jit(jax.grad(lambda a: sj.sddmm(q, a, pat).sum()))(k)
     scores = sj.sddmm(q, k, pat)
     with pytest.raises(splat.Error, match="splat.jax.softmax is forward-only"):
         jax.grad(lambda s: sj.softmax(s, pat).sum())(scores)
+    with pytest.raises(splat.Error, match="splat.jax.spmm is forward-only"):
+        jax.grad(lambda w: sj.spmm(sj.softmax(scores, pat), w, pat).sum())(v)
     g = jax.grad(lambda a: (a * a).sum() + sj.attention(jax.lax.stop_gradient(a), k, v, pat).sum())(q)
+    np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(q), rtol=1e-6)
+    g = jax.grad(lambda a: (a * a).sum() + sj.sddmm(jax.lax.stop_gradient(a), k, pat).sum())(q)
     np.testing.assert_allclose(np.asarray(g), 2 * np.asarray(q), rtol=1e-6)
     assert sj.sddmm(q, k, pat, dtype="bf16").dtype == jnp.bfloat16  # splat's dtype names
     with pytest.raises(splat.Error, match="output.dtype=.*nonsense.* unsupported"):
@@ -130,6 +133,87 @@ def test_forward_only_says_so_under_grad(rng):
     with pytest.raises(splat.Error, match="output.dtype=int32 unsupported"):
         sj.sddmm(q, k, pat, dtype=jnp.int32)
     np.testing.assert_array_equal(sj.attention(q, k, v, pat, scale=jnp.float32(0.5)), sj.attention(q, k, v, pat, scale=0.5))
+
+
+GRAD_CASES = [ref.SPECS[i] for i in (1, 4, 7, 12, 14)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("spec,pred", GRAD_CASES, ids=[s for s, _ in GRAD_CASES])
+def test_grad(rng, spec, pred, dtype):
+    """jax.grad of sum(out * dout), eager and under jit, with grouped-query attention
+    (window(-2,6) at 97x40 has rows that see no key), against the float64 reference."""
+    seq_q, seq_k = 97, 40
+    q = randn(rng, (2, 4, seq_q, 24), dtype)
+    k, v = (randn(rng, (2, 2, seq_k, 24), dtype) for _ in range(2))
+    dout = randn(rng, q.shape, dtype)
+    pat = splat.Pattern(spec, seq_q, seq_k)
+    grad = jax.grad(lambda a, b, c: (sj.attention(a, b, c, pat) * dout).sum(), argnums=(0, 1, 2))
+    eager = grad(q, k, v)
+    assert [(g.shape, g.dtype) for g in eager] == [(x.shape, dtype) for x in (q, k, v)]
+    mask = ref.mask_of(pred, seq_q, seq_k)
+    ref.assert_grads_close([np.asarray(g) for g in eager], q, k, v, mask, dout, dtype.name, spec)
+    for a, b in zip(jax.jit(grad)(q, k, v), eager):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_grad_through_lse(rng, dtype):
+    """The gradient of lse (d lse_i / d s_ij = P_ij), with out's and alone; a given scale;
+    a mask pattern, under jit."""
+    seq_q, seq_k = 50, 40
+    mask = ref.random_mask(rng, seq_q, seq_k, 0.3)
+    pat = splat.Pattern.from_mask(mask)
+    q = randn(rng, (1, 4, seq_q, 16), dtype)
+    k, v = (randn(rng, (1, 2, seq_k, 16), dtype) for _ in range(2))
+    dout = randn(rng, q.shape, dtype)
+    dlse = np.where(mask.any(axis=1), randn(rng, q.shape[:3], np.float32), 0)  # lse is -inf where a row sees no key
+
+    def loss(a, b, c, w=None):
+        out, lse = sj.attention(a, b, c, pat, scale=0.3, return_lse=True)
+        lse_term = jnp.where(jnp.isfinite(lse), lse * dlse, 0).sum()
+        return lse_term if w is None else (out.astype(jnp.float32) * w).sum() + lse_term
+
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(q, k, v, dout.astype(np.float32))
+    ref.assert_grads_close([np.asarray(g) for g in grads], q, k, v, mask, dout, dtype.name, "out and lse", 0.3, dlse)
+    dq, dk, dv = jax.grad(loss, argnums=(0, 1, 2))(q, k, v)  # out unused: no backward call for it
+    assert not np.asarray(dv).any()
+    got = [np.asarray(dq), np.asarray(dk), np.zeros(v.shape)]
+    ref.assert_grads_close(got, q, k, v, mask, np.zeros(q.shape, dtype), dtype.name, "lse", 0.3, dlse)
+
+
+def test_grad_vmap(rng):
+    """vmap of grad (the backward's callback merges the mapped axis into the batch), under
+    jit, only some operands mapped; grad of a vmapped function."""
+    pat = splat.Pattern("dilated(3,4) | global(2)", 61, 97)
+    mask = ref.mask_of(ref.union(ref.dilated(3, 4), ref.global_(2)), 61, 97)
+    N, B, D = 3, 2, 16
+    qs = randn(rng, (N, B, 4, 61, D), np.float32)
+    k, v = (randn(rng, (B, 2, 97, D), np.float32) for _ in range(2))
+    dout = randn(rng, (B, 4, 61, D), np.float32)
+    grad = jax.grad(lambda a, b, c: (sj.attention(a, b, c, pat) * dout).sum(), argnums=(0, 1, 2))
+    dq, dk, dv = jax.jit(jax.vmap(grad, in_axes=(0, None, None)))(qs, k, v)
+    assert dq.shape == qs.shape and dk.shape == (N,) + k.shape and dv.shape == (N,) + v.shape
+    for n in range(N):
+        got = [np.asarray(g[n]) for g in (dq, dk, dv)]
+        ref.assert_grads_close(got, qs[n], k, v, mask, dout, "float32", f"vmap[{n}]")
+    total = jax.grad(lambda a: (jax.vmap(lambda x: sj.attention(x, k, v, pat))(a) * dout).sum())(qs)
+    np.testing.assert_allclose(np.asarray(total), np.asarray(dq), rtol=1e-6, atol=1e-7)
+
+
+def test_grad_errors(rng):
+    """A NaN cotangent fails the backward naming dout: a splat.Error under eager grad, JAX's
+    runtime error carrying the same status and message under jit."""
+    pat = splat.Pattern("window(3)", 30)
+    q, k, v = (randn(rng, (1, 2, 30, 8), np.float32) for _ in range(3))
+    dout = randn(rng, q.shape, np.float32)
+    dout[0, 1, 4, 2] = np.nan
+    grad = jax.grad(lambda a: (sj.attention(a, k, v, pat) * dout).sum())
+    with pytest.raises(splat.Error) as info:
+        grad(q)
+    assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT" and "dout[0,1,4,2] is nan" in info.value.message
+    with pytest.raises(Exception, match=r"SPLAT_ERR_INVALID_ARGUMENT.*dout\[0,1,4,2\] is nan"):
+        jax.block_until_ready(jax.jit(grad)(q))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)

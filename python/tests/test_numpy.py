@@ -1,7 +1,8 @@
 """numpy front end on the CPU backend against the float64 reference: every spec of
 DESIGN.md §2 at awkward sizes (seq 97, seq_q != seq_k), random masks, the unfused
 pipeline (sddmm, softmax, spmm), grouped-query attention, arbitrary strides, the plan
-cache and pattern queries."""
+cache and pattern queries; the attention backward against the reference's gradients and
+finite differences."""
 
 from __future__ import annotations
 
@@ -386,3 +387,112 @@ def test_round_to_float32_matches_numpy():
         for x in values:
             want, got = float(np.float32(x)), round_to_float32(x)
             assert want == got and math.copysign(1, want) == math.copysign(1, got), (x, want, got)
+
+
+# ------------------------------------------------------------------ attention backward
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("spec,pred", ref.SPECS, ids=[s for s, _ in ref.SPECS])
+@pytest.mark.parametrize("seq_q,seq_k", SHAPES, ids=[f"{a}x{b}" for a, b in SHAPES])
+def test_attention_backward_every_spec(rng, spec, pred, seq_q, seq_k, dtype):
+    """Gradients of every spec (window(-2,6) at 97x40 has rows that see no key) with
+    grouped-query attention, within twice a naive same-dtype computation's error."""
+    B, H, Hkv, D = 2, 4, 2, 24
+    q = randn(rng, (B, H, seq_q, D), dtype)
+    k, v = (randn(rng, (B, Hkv, seq_k, D), dtype) for _ in range(2))
+    dout = randn(rng, (B, H, seq_q, D), dtype)
+    pat = splat.Pattern(spec, seq_q, seq_k)
+    out, lse = splat.attention(q, k, v, pat, return_lse=True)
+    grads = splat.attention_backward(q, k, v, out, lse, dout, pat)
+    assert [(g.shape, g.dtype) for g in grads] == [(x.shape, dtype) for x in (q, k, v)]
+    ref.assert_grads_close(grads, q, k, v, ref.mask_of(pred, seq_q, seq_k), dout, dtype.name, spec)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_attention_backward_random_masks(seed):
+    """Rows that see no key get dq = 0, keys that no row sees dk = dv = 0 (exactly); one
+    key/value head for three query heads; a given scale; dout of any strides; spec text."""
+    rng = np.random.default_rng(200 + seed)
+    seq_q, seq_k = [(50, 50), (33, 70), (70, 33)][seed]
+    mask = ref.random_mask(rng, seq_q, seq_k, [0.1, 0.4, 0.8][seed])
+    mask[:, 3] = False
+    pat = splat.Pattern.from_mask(mask)
+    q = randn(rng, (2, 3, seq_q, 16), np.float32)
+    k, v = (randn(rng, (2, 1, seq_k, 16), np.float32) for _ in range(2))
+    dout = np.broadcast_to(randn(rng, (1, 3, seq_q, 16), np.float32), q.shape)  # batch stride 0
+    out, lse = splat.attention(q, k, v, pat, scale=0.7, return_lse=True)
+    dq, dk, dv = splat.attention_backward(q, k, v, out, lse, dout, pat, scale=0.7)
+    ref.assert_grads_close((dq, dk, dv), q, k, v, mask, dout, "float32", "random mask", scale=0.7)
+    assert np.all(dq[:, :, 1] == 0) and np.all(dk[:, :, 3] == 0) and np.all(dv[:, :, 3] == 0)
+    spec = "window(2,5) | global(3)"
+    out, lse = splat.attention(q, k, v, spec, return_lse=True)
+    grads = splat.attention_backward(q, k, v, out, lse[..., None], dout, spec)  # lse with its trailing 1
+    ref.assert_grads_close(grads, q, k, v, splat.Pattern(spec, seq_q, seq_k).to_dense(), dout, "float32", spec)
+
+
+def test_attention_backward_finite_differences():
+    """The gradient of L = sum(out * dout) along random directions matches central
+    differences of splat.attention itself in float32 (step 1e-2, the difference taken
+    between the float32 points, so that rounding them is no error; relative agreement 2e-3,
+    where the differences seen are below 3e-4)."""
+    rng = np.random.default_rng(7)
+    seq_q, seq_k = 40, 29
+    pat = splat.Pattern("window(3,6) | global(2)", seq_q, seq_k)
+    q = randn(rng, (1, 4, seq_q, 16), np.float32)
+    k, v = (randn(rng, (1, 2, seq_k, 16), np.float32) for _ in range(2))
+    dout = randn(rng, q.shape, np.float32)
+
+    def loss(*x):
+        return float((splat.attention(*x, pat).astype(np.float64) * dout).sum())
+
+    out, lse = splat.attention(q, k, v, pat, return_lse=True)
+    grads = splat.attention_backward(q, k, v, out, lse, dout, pat)
+    for i, (x, g) in enumerate(zip((q, k, v), grads)):
+        for _ in range(3):
+            d = rng.standard_normal(x.shape)
+            plus, minus = ((x + sign * 1e-2 * d).astype(np.float32) for sign in (1, -1))
+            args_p, args_m = ([plus if j == i else y for j, y in enumerate((q, k, v))] for plus in (plus, minus))
+            fd = loss(*args_p) - loss(*args_m)
+            want = float((g.astype(np.float64) * (plus.astype(np.float64) - minus)).sum())
+            assert abs(fd - want) <= 2e-3 * abs(want), ("qkv"[i], fd, want)
+
+
+def test_attention_backward_empty_batch():
+    """Batch 0: empty gradients of the inputs' shapes, no C call; shapes still checked."""
+    z = np.ones((0, 2, 10, 8), np.float32)
+    zk = np.ones((0, 1, 12, 8), np.float32)
+    lse = np.ones((0, 2, 10), np.float32)
+    grads = splat.attention_backward(z, zk, zk, z, lse, z, "causal")
+    assert [(g.shape, g.dtype) for g in grads] == [(z.shape, z.dtype), (zk.shape, z.dtype), (zk.shape, z.dtype)]
+    with pytest.raises(splat.Error, match=r"lse.shape=\[0, 2, 9, 1\] but the plan expects \[0, 2, 10, 1\]"):
+        splat.attention_backward(z, zk, zk, z, lse[:, :, 1:], z, "causal")
+    with pytest.raises(splat.Error, match=r"dout.shape=\[0, 2, 10, 7\] but the plan expects \[0, 2, 10, 8\]"):
+        splat.attention_backward(z, zk, zk, z, lse, z[..., 1:], "causal")
+
+
+def test_attention_backward_errors(rng):
+    """An lse that is not the forward's (dtype, shape, -inf on a row that sees keys) and a
+    NaN or mistyped dout are refused, naming the tensor."""
+    q, k, v = (randn(rng, (1, 2, 10, 8), np.float32) for _ in range(3))
+    pat = splat.Pattern("causal", 10)
+    out, lse = splat.attention(q, k, v, pat, return_lse=True)
+
+    def backward(lse=lse, dout=q):
+        return splat.attention_backward(q, k, v, out, lse, dout, pat)
+
+    cases = [
+        ((lse.astype(np.float64), q), r"lse must be float32 \[batch, heads, seq_q\].*got float64"),
+        ((lse[0], q), r"lse must be float32 .*shape \(2, 10\)"),
+        ((np.ascontiguousarray(lse[:, :, 1:]), q), r"lse.shape=\[1,2,9,1\] but the plan expects \[1,2,10,1\]"),
+        ((np.where(np.arange(10) == 3, -np.inf, lse).astype(np.float32), q),
+         r"lse\[0,0,3,0\] is -inf but row 3 sees 4 keys"),
+        ((np.where(np.arange(10) == 5, np.nan, lse).astype(np.float32), q), r"lse\[0,0,5,0\] is nan"),
+        ((lse, np.where(np.arange(8) == 3, np.nan, q).astype(np.float32)), r"dout\[0,0,0,3\] is nan"),
+        ((lse, q.astype(np.float16)), r"dout.dtype=float16 but q.dtype=float32"),
+    ]
+    for (bad_lse, bad_dout), message in cases:
+        with pytest.raises(splat.Error, match=message) as info:
+            backward(bad_lse, bad_dout)
+        assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT"
+    backward()  # the forward's own lse and a finite dout

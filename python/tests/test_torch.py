@@ -1,8 +1,12 @@
 """PyTorch front end on CPU tensors (skipped when torch is absent): the custom op
 ``splat::attention`` against the float64 reference, in eager mode, under
-``torch.compile`` and through ``torch.library.opcheck``; errors."""
+``torch.compile`` and through ``torch.library.opcheck``; its autograd (the op
+``splat::attention_backward``) against torch's own autograd through a dense float64
+reference; errors."""
 
 from __future__ import annotations
+
+import gc
 
 import numpy as np
 import pytest
@@ -141,3 +145,184 @@ def test_input_errors():
         torch.ops.splat.attention(q[0], k[0], v[0], "causal", 16, 16, 0.0)
     with pytest.raises(splat.Error, match="rounds to 0 in float32"):
         torch.ops.splat.attention(q, k, v, "causal", 16, 16, 1e-50)
+
+
+# ------------------------------------------------------------------ autograd
+
+
+def _dense(q, k, v, mask, scale=None):
+    """out and lse of a dense masked softmax in float64 that torch's autograd differentiates:
+    the independent reference of the gradients (rows that see no key: out 0, lse -inf, and
+    no gradient). Returns the float64 leaves (q, k, v) with out and lse."""
+    q, k, v = (x.detach().double().requires_grad_() for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    kr, vr = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    m = torch.as_tensor(mask)
+    seen = m.any(dim=-1, keepdim=True)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    s = (scale * q @ kr.transpose(-1, -2)).masked_fill(~(m | ~seen), -torch.inf)  # empty rows: finite, dropped
+    out = (torch.softmax(s, dim=-1) * seen) @ vr
+    lse = torch.where(seen[..., 0], torch.logsumexp(s, dim=-1), -torch.inf)
+    return (q, k, v), out, lse
+
+
+def _dense_grads(q, k, v, mask, dout, dlse=None, scale=None):
+    leaves, out, lse = _dense(q, k, v, mask, scale)
+    loss = (out * dout.double()).sum()
+    if dlse is not None:
+        loss = loss + torch.where(torch.isfinite(lse), lse * dlse.double(), 0).sum()
+    return tuple(_np(g) for g in torch.autograd.grad(loss, leaves))
+
+
+def _check_grads(got, q, k, v, mask, dout, dtype, what, dlse=None, scale=None):
+    """Gradients against torch's float64 autograd of ``_dense``, within twice a naive
+    same-dtype computation's error (reference.assert_grads_close)."""
+    want = _dense_grads(q, k, v, mask, dout, dlse, scale)
+    ref.assert_grads_close(
+        [_np(g) for g in got], _np(q), _np(k), _np(v), mask, _np(dout), str(dtype).split(".")[1], what,
+        scale=scale, dlse=None if dlse is None else _np(dlse), want=want,
+    )
+
+
+def _leaves(*xs):
+    return tuple(x.detach().requires_grad_() for x in xs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("spec,pred", CASES, ids=[s for s, _ in CASES])
+def test_backward_cpu(spec, pred, dtype):
+    """out.backward(dout) with grouped-query attention (4 query heads, 2 key/value heads);
+    window(-2,6) at 97x61 has rows that see no key."""
+    seq_q, seq_k = 97, 61
+    q, k, v = _leaves(*_inputs(10, seq_q, seq_k, dtype))
+    dout = torch.randn(q.shape, generator=torch.Generator().manual_seed(11)).to(dtype)
+    out = st.attention(q, k, v, splat.Pattern(spec, seq_q, seq_k))
+    out.backward(dout)
+    assert [(x.grad.shape, x.grad.dtype) for x in (q, k, v)] == [(x.shape, dtype) for x in (q, k, v)]
+    _check_grads((q.grad, k.grad, v.grad), q, k, v, ref.mask_of(pred, seq_q, seq_k), dout, dtype, spec)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_backward_through_lse(dtype):
+    """The gradient of lse (d lse_i / d s_ij = P_ij), alone and with out's; a given scale."""
+    seq_q, seq_k = 50, 40
+    pred = ref.union(ref.window(-2, 6), ref.global_(2))
+    pat = splat.Pattern("window(-2,6) | global(2)", seq_q, seq_k)
+    mask = ref.mask_of(pred, seq_q, seq_k)
+    q, k, v = _leaves(*_inputs(12, seq_q, seq_k, dtype))
+    g = torch.Generator().manual_seed(13)
+    dout, dlse = torch.randn(q.shape, generator=g).to(dtype), torch.randn(q.shape[:3], generator=g)
+    dlse = torch.where(torch.as_tensor(mask.any(axis=1)), dlse, 0)  # lse is -inf, a constant, where a row sees no key
+    out, lse = st.attention(q, k, v, pat, scale=0.3, return_lse=True)
+    finite_lse = torch.where(torch.isfinite(lse), lse, 0)
+    grads = torch.autograd.grad((out * dout).sum() + (finite_lse * dlse).sum(), (q, k, v), retain_graph=True)
+    _check_grads(grads, q, k, v, mask, dout, dtype, "out and lse", dlse=dlse, scale=0.3)
+    dq, dk, dv = torch.autograd.grad((finite_lse * dlse).sum(), (q, k, v), allow_unused=True)
+    assert dv is None  # lse does not depend on v
+    got = (dq, dk, torch.zeros_like(v))
+    _check_grads(got, q, k, v, mask, torch.zeros_like(dout), dtype, "lse", dlse=dlse, scale=0.3)
+
+
+def test_backward_some_inputs_require_grad():
+    """Inputs that do not require grad get none; the others the gradients they get when
+    all do."""
+    pat = splat.Pattern("causal & window(9,0)", 40)
+    q, k, v = _inputs(14, 40, 40, torch.float32)
+    dout = torch.randn(q.shape, generator=torch.Generator().manual_seed(15))
+    everything = _leaves(q, k, v)
+    st.attention(*everything, pat).backward(dout)
+    for wanted in ((2,), (0, 1), (1,)):
+        xs = [x.detach().requires_grad_(i in wanted) for i, x in enumerate((q, k, v))]
+        st.attention(*xs, pat).backward(dout)
+        for i, x in enumerate(xs):
+            if i in wanted:
+                torch.testing.assert_close(x.grad, everything[i].grad, rtol=0, atol=0)
+            else:
+                assert x.grad is None
+
+
+def test_no_grad_mode_is_unchanged():
+    """Under torch.no_grad, or with no input requiring grad, the output carries no graph
+    and equals the differentiable one."""
+    pat = splat.Pattern("window(4) | global(2)", 33)
+    q, k, v = _leaves(*_inputs(16, 33, 33, torch.float32))
+    out = st.attention(q, k, v, pat)
+    assert out.requires_grad and out.grad_fn is not None
+    with torch.no_grad():
+        plain = st.attention(q, k, v, pat)
+    detached = st.attention(q.detach(), k.detach(), v.detach(), pat)
+    for y in (plain, detached):
+        assert not y.requires_grad and y.grad_fn is None
+        torch.testing.assert_close(y, out.detach(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("with_lse", [False, True], ids=["out", "out+lse"])
+def test_compile_backward(with_lse):
+    """torch.compile(fullgraph=True) of a function around the op, then backward: the
+    gradients of the eager calls, exactly (the same C calls), and the reference's."""
+    pat = splat.Pattern("window(5) | global(3)", 64)
+    mask = ref.mask_of(ref.union(ref.window(5), ref.global_(3)), 64, 64)
+
+    def f(q, k, v):
+        out, lse = st.attention(q * 1.5, k, v, pat, return_lse=True)
+        return (out * out).sum() + (lse.sum() if with_lse else 0)
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    q, k, v = _inputs(17, 64, 64, torch.float32)
+    eager, comp = _leaves(q, k, v), _leaves(q, k, v)
+    f(*eager).backward()
+    compiled(*comp).backward()
+    for a, b in zip(eager, comp):
+        torch.testing.assert_close(b.grad, a.grad, rtol=0, atol=0)
+    out = st.attention(1.5 * q, k, v, pat)
+    want = _dense_grads(1.5 * q, k, v, mask, 2 * out, dlse=torch.ones(q.shape[:3]) if with_lse else None)
+    for x, w, name in zip(comp, (1.5 * want[0], want[1], want[2]), ("dq", "dk", "dv")):
+        ref.assert_close(_np(x.grad), w, "float16", f"compiled {name}")  # out rounded to f32 feeds dout
+
+
+def test_opcheck_backward():
+    q, k, v = _inputs(18, 40, 40, torch.float32)
+    out, lse = torch.ops.splat.attention(q, k, v, "causal", 40, 40, 0.0)
+    torch.library.opcheck(
+        torch.ops.splat.attention_backward.default,
+        (q, k, v, out, lse, torch.randn_like(out), "causal", 40, 40, 0.0),
+        test_utils=("test_schema", "test_faketensor"),
+    )
+    torch.library.opcheck(
+        torch.ops.splat.attention.default,
+        (*_leaves(q, k, v), "causal", 40, 40, 0.0),
+        test_utils=("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"),
+    )
+
+
+def test_backward_keeps_a_mask_pattern_alive():
+    """A mask pattern that only the forward call referenced is still there for the backward."""
+    mask = ref.random_mask(np.random.default_rng(19), 30, 30, 0.3)
+    q, k, v = _leaves(*_inputs(20, 30, 30, torch.float32))
+    out = st.attention(q, k, v, splat.Pattern.from_mask(mask))
+    gc.collect()
+    dout = torch.ones_like(out)
+    out.backward(dout)
+    _check_grads((q.grad, k.grad, v.grad), q, k, v, mask, dout, torch.float32, "mask pattern")
+
+
+def test_backward_errors():
+    """A NaN dout fails the backward naming it; the backward op checks lse's rank, dtype
+    and device."""
+    q, k, v = _leaves(*_inputs(21, 30, 30, torch.float32))
+    out = st.attention(q, k, v, "causal")
+    dout = torch.ones_like(out)
+    dout[0, 1, 2, 3] = float("nan")
+    with pytest.raises(splat.Error, match=r"splat_attention_backward: dout\[0,1,2,3\] is nan") as info:
+        out.backward(dout)
+    assert info.value.status == "SPLAT_ERR_INVALID_ARGUMENT"
+    q, k, v = (x.detach() for x in (q, k, v))
+    out, lse = torch.ops.splat.attention(q, k, v, "causal", 30, 30, 0.0)
+    backward = torch.ops.splat.attention_backward
+    for bad, got in ((lse[..., None], r"torch.float32 of shape \(2, 4, 30, 1\)"), (lse.half(), "torch.float16")):
+        with pytest.raises(splat.Error, match=r"lse must be float32 \[batch, heads, seq_q\].*got " + got):
+            backward(q, k, v, out, bad, out, "causal", 30, 30, 0.0)
+    with pytest.raises(splat.Error, match="dout is on meta but q is on cpu"):
+        backward(q, k, v, out, lse, out.to("meta"), "causal", 30, 30, 0.0)
+    with pytest.raises(splat.Error, match=r"lse\[0,0,4,0\] is -inf but row 4 sees 5 keys"):
+        backward(q, k, v, out, lse.index_fill(2, torch.tensor([4]), -torch.inf), out, "causal", 30, 30, 0.0)

@@ -1,7 +1,6 @@
 /* report.c — the statistics of an analysis: sizes, segment histogram, metadata bytes
  * of ACSR against CSR and 128x128 block-sparse, and the tile plan's work and waste.
- * Non-empty 128x128 blocks are counted exactly from the segments' spans, whatever the
- * mask's width. */
+ * Non-empty 128x128 blocks are counted exactly in O(segments + block columns touched). */
 #include "analysis/report.h"
 
 #include <stddef.h>
@@ -13,65 +12,37 @@
 
 #define BSR 128
 
-/* The block columns one block row touches, as intervals [lo, hi] in any order. */
-typedef struct block_spans {
-  int64_t (*span)[2];
-  int64_t n, cap;
-} block_spans;
-
-static int add_span(block_spans *b, int64_t lo, int64_t hi) {
-  if (b->n && b->span[b->n - 1][0] <= lo && hi <= b->span[b->n - 1][1]) return 1;
-  if (b->n == b->cap) {
-    const int64_t c = b->cap ? 2 * b->cap : 256;
-    void *p = realloc(b->span, (size_t)c * sizeof *b->span);
-    if (!p) return 0;
-    b->span = p;
-    b->cap = c;
+/* Marks block columns [lo, hi] in the current block row; counts the new ones. */
+static inline void mark_span(int64_t *stamp, int64_t cur, int64_t lo, int64_t hi, int64_t *n) {
+  for (int64_t c = lo; c <= hi; c++) {
+    if (stamp[c] != cur) {
+      stamp[c] = cur;
+      (*n)++;
+    }
   }
-  b->span[b->n][0] = lo;
-  b->span[b->n][1] = hi;
-  b->n++;
-  return 1;
 }
 
-static int cmp_span(const void *x, const void *y) {
-  const int64_t *a = x, *b = y;
-  return a[0] < b[0] ? -1 : a[0] > b[0];
-}
-
-/* Block columns in the union of the spans (sorted here). */
-static int64_t union_size(block_spans *b) {
-  if (b->n > 1) qsort(b->span, (size_t)b->n, sizeof *b->span, cmp_span);
-  int64_t total = 0, end = -1; /* the last block column counted */
-  for (int64_t k = 0; k < b->n; k++) {
-    const int64_t lo = b->span[k][0] > end ? b->span[k][0] : end + 1, hi = b->span[k][1];
-    if (hi >= lo) total += hi - lo + 1;
-    if (hi > end) end = hi;
-  }
-  return total;
-}
-
-/* Exact count of non-empty BSR x BSR blocks (-1: out of memory). Per block row, each
- * segment gives the block columns it touches as spans: a segment of stride < BSR its
- * whole span (its gaps are shorter than a block), a longer stride one span a run. Spans
- * of neighbouring rows that repeat (same segment slot) are skipped; the union of a block
- * row's spans is counted after sorting them, so a wide row costs no more than a narrow
- * one. */
-static int64_t count_bsr_blocks(const splat__acsr *a) {
+/* Exact count of non-empty BSR x BSR blocks. Per block row, each segment marks the
+ * block columns it touches: a segment of stride < BSR touches every block of its span
+ * (its gaps are shorter than a block), a longer stride marks its runs one by one.
+ * Identical marks of neighbouring rows (same segment slot) are skipped. */
+static int64_t count_bsr_blocks(const splat__acsr *a, int64_t *stamp) {
   const int K = a->max_segments;
   int64_t blocks = 0;
-  block_spans b = {0};
   const int64_t block_rows = (a->seq_q + BSR - 1) / BSR;
   for (int64_t br = 0; br < block_rows; br++) {
+    const int64_t cur = br + 1;
     int64_t prev[SPLAT_MAX_SEGMENTS][4];
     for (int k = 0; k < K && k < SPLAT_MAX_SEGMENTS; k++) prev[k][0] = -1;
-    b.n = 0;
     const int64_t r1 = (br + 1) * BSR < a->seq_q ? (br + 1) * BSR : a->seq_q;
     for (int64_t i = br * BSR; i < r1; i++) {
       if (splat__acsr_row_irregular(a, i)) {
         for (int64_t q = a->rem_row[i]; q < a->rem_row[i + 1]; q++) {
           const int64_t c = a->rem_cols[q] / BSR;
-          if (!add_span(&b, c, c)) goto oom;
+          if (stamp[c] != cur) {
+            stamp[c] = cur;
+            blocks++;
+          }
         }
         continue;
       }
@@ -84,7 +55,7 @@ static int64_t count_bsr_blocks(const splat__acsr *a) {
         if (small) {
           key[0] = 0, key[1] = s.start / BSR, key[2] = splat__segment_last(s) / BSR, key[3] = 0;
         } else if (s.stride % BSR == 0) {
-          /* Every run sits at the same offset in its block: the spans depend on the
+          /* Every run sits at the same offset in its block: the marks depend on the
            * first run's blocks, the stride and the count only. */
           key[0] = 1, key[1] = s.start / BSR;
           key[2] = ((s.start % BSR) + s.width - 1) / BSR;
@@ -98,22 +69,17 @@ static int64_t count_bsr_blocks(const splat__acsr *a) {
           continue;
         if (k < SPLAT_MAX_SEGMENTS) memcpy(prev[k], key, sizeof key);
         if (small) {
-          if (!add_span(&b, key[1], key[2])) goto oom;
+          mark_span(stamp, cur, key[1], key[2], &blocks);
         } else {
           for (int64_t t = 0; t < s.count; t++) {
             const int64_t run = s.start + t * (int64_t)s.stride;
-            if (!add_span(&b, run / BSR, (run + s.width - 1) / BSR)) goto oom;
+            mark_span(stamp, cur, run / BSR, (run + s.width - 1) / BSR, &blocks);
           }
         }
       }
     }
-    blocks += union_size(&b);
   }
-  free(b.span);
   return blocks;
-oom:
-  free(b.span);
-  return -1;
 }
 
 splat_status splat__report_build(const splat__acsr *a, const splat__tile_plan *t,
@@ -154,9 +120,11 @@ splat_status splat__report_build(const splat__acsr *a, const splat__tile_plan *t
   if (a->rem_rows > 0) rep->acsr_bytes += (seq_q + 1) * 4 + a->rem_nnz * 4;
   rep->csr_bytes = (seq_q + 1 + a->nnz) * 4;
 
-  const int64_t block_rows = (seq_q + BSR - 1) / BSR;
-  rep->bsr_blocks = count_bsr_blocks(a);
-  if (rep->bsr_blocks < 0) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "report: out of memory");
+  const int64_t block_rows = (seq_q + BSR - 1) / BSR, block_cols = (seq_k + BSR - 1) / BSR;
+  int64_t *stamp = calloc((size_t)(block_cols > 0 ? block_cols : 1), sizeof *stamp);
+  if (!stamp) return splat__fail(SPLAT_ERR_OUT_OF_MEMORY, "report: out of memory");
+  rep->bsr_blocks = count_bsr_blocks(a, stamp);
+  free(stamp);
   rep->bsr_bytes = (block_rows + 1 + rep->bsr_blocks) * 4;
 
   rep->tile_q = t->tile_q;

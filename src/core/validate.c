@@ -104,6 +104,7 @@ splat_status splat__check_tensor(const char *fn, const char *name, const splat_t
    * over a dimension of 2^31 would not, and no memory is that large anyway. */
   __int128 reach = 0;
   for (int d = 0; d < 4; d++) {
+    if (t->shape[d] <= 1) continue; /* unused stride, maybe INT64_MIN: no negation */
     reach += (__int128)(t->strides[d] < 0 ? -t->strides[d] : t->strides[d]) * (t->shape[d] - 1);
   }
   if (reach > (__int128)1 << 60) {
