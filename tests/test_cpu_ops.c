@@ -17,54 +17,7 @@
 #include "harness.h"
 #include "splat.h"
 #include "support/reference_patterns.h"
-
-/* ------------------------------------------------------------ small helpers */
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_next(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double rng_unit(void) {
-  return (double)(rng_next() >> 11) * 0x1p-53;
-}
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) {
-    fprintf(stderr, "out of memory\n");
-    exit(2);
-  }
-  return p;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static const char *dt_name(splat_dtype dt) {
-  return dt == SPLAT_F32 ? "f32" : dt == SPLAT_F16 ? "f16" : "bf16";
-}
-
-/* One ulp of the dtype at magnitude max(|x|, smallest normal). */
-static double ulp_of(splat_dtype dt, double x) {
-  const int mbits = dt == SPLAT_F32 ? 23 : dt == SPLAT_F16 ? 10 : 7;
-  const int emin = dt == SPLAT_F16 ? -14 : -126;
-  x = fabs(x);
-  int e;
-  frexp(x, &e); /* x = f * 2^e, f in [0.5, 1) */
-  e -= 1;
-  if (x == 0.0 || e < emin) e = emin;
-  return ldexp(1.0, e - mbits);
-}
-/* Unit roundoff of the dtype. */
-static double eps_of(splat_dtype dt) {
-  return dt == SPLAT_F32 ? 0x1p-24 : dt == SPLAT_F16 ? 0x1p-11 : 0x1p-8;
-}
+#include "support/test_helpers.h"
 
 /* ------------------------------------------------------------ dtype conversions */
 
